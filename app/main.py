@@ -1,0 +1,56 @@
+"""The FastAPI application: lifespan (engine, embedder), routers, error handlers."""
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from app.core.database import (
+    check_reachable,
+    create_engine,
+    create_sessionmaker,
+    describe_database,
+    resolve_database_url,
+)
+from app.core.errors import install_error_handlers
+from app.core.migrations import head_revision
+from app.core.settings import Settings, settings as default_settings
+from app.embeddings.provider import build_provider
+from app.memories.router import router as memories_router
+from app.models import EMBEDDING_DIM
+from app.ops.router import router as ops_router
+
+logger = logging.getLogger("hindsight")
+
+
+def create_app(settings: Settings = default_settings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        url = resolve_database_url(settings)
+        logger.info(describe_database(settings, url))
+        engine = create_engine(settings, url)
+        await check_reachable(engine)
+        embedder = build_provider(settings)
+        if embedder.dim != EMBEDDING_DIM:
+            raise RuntimeError(f"embedding model {embedder.name} gives {embedder.dim} dims; the schema stores {EMBEDDING_DIM}")
+        app.state.settings = settings
+        app.state.engine = engine
+        app.state.sessionmaker = create_sessionmaker(engine)
+        app.state.embedder = embedder
+        app.state.head_revision = head_revision()
+        try:
+            yield
+        finally:
+            await engine.dispose()
+
+    app = FastAPI(
+        title="hindsight",
+        summary="Long-term memory for LLM agents that corrects itself after the fact.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.include_router(memories_router)
+    app.include_router(ops_router)
+    return app

@@ -1,0 +1,182 @@
+"""Every SQL statement about memories, their versions and relations."""
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from sqlalchemy import func, literal_column, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Memory, MemoryRelation, MemoryVersion
+from app.recall.lexical import lexemes
+
+# Fields a version snapshot keeps: enough to put a memory back exactly as it was.
+SNAPSHOT_FIELDS = (
+    "key",
+    "content",
+    "content_hash",
+    "query_hint",
+    "memory_type",
+    "status",
+    "version",
+    "confidence",
+    "importance",
+    "supersedes",
+    "superseded_by",
+    "expires_at",
+    "revised_at",
+    "embedding_model",
+)
+
+
+def lexeme_vector(content: str) -> Any:
+    """The tsvector the lexical route searches: the app's tokens under the `simple` config."""
+    return func.to_tsvector(literal_column("'simple'::regconfig"), " ".join(lexemes(content)))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def snapshot_of(memory: Memory) -> dict[str, Any]:
+    snapshot = {name: _jsonable(getattr(memory, name)) for name in SNAPSHOT_FIELDS}
+    snapshot["metadata"] = memory.metadata_
+    return snapshot
+
+
+async def lock_namespace(session: AsyncSession, namespace: str) -> None:
+    """Serialise writers of one namespace until the transaction ends (dedup and revision
+    both read-then-write, so two concurrent writers must not interleave)."""
+    await session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(namespace, 0))))
+
+
+async def find_active_by_hash(session: AsyncSession, *, namespace: str, content_hash: str) -> Memory | None:
+    statement = (
+        select(Memory)
+        .where(Memory.namespace == namespace, Memory.content_hash == content_hash, Memory.status == "active")
+        .order_by(Memory.created_at)
+        .limit(1)
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def nearest_active(
+    session: AsyncSession, *, namespace: str, embedding: np.ndarray, limit: int, exclude: Sequence[UUID] = ()
+) -> list[tuple[Memory, float]]:
+    """Exact cosine neighbours among the namespace's active memories. The namespace is
+    filtered first (materialised) so the ANN index cannot drop rows from a small namespace."""
+    in_namespace = (
+        select(Memory.id, Memory.embedding)
+        .where(Memory.namespace == namespace, Memory.status == "active", Memory.embedding.is_not(None))
+        .where(Memory.id.not_in(exclude) if exclude else text("true"))
+        .cte("in_namespace")
+        .prefix_with("MATERIALIZED")
+    )
+    distance = in_namespace.c.embedding.cosine_distance(embedding)
+    nearest = select(in_namespace.c.id, (1 - distance).label("similarity")).order_by(distance).limit(limit).subquery()
+    statement = select(Memory, nearest.c.similarity).join(nearest, Memory.id == nearest.c.id).order_by(
+        nearest.c.similarity.desc()
+    )
+    return [(memory, float(similarity)) for memory, similarity in (await session.execute(statement)).all()]
+
+
+async def insert(session: AsyncSession, memory: Memory) -> Memory:
+    memory.lexemes = lexeme_vector(memory.content)
+    session.add(memory)
+    await session.flush()
+    await session.refresh(memory)
+    return memory
+
+
+async def add_version(session: AsyncSession, memory: Memory, *, changed_by: str) -> None:
+    session.add(
+        MemoryVersion(
+            memory_id=memory.id,
+            version=memory.version,
+            content=memory.content,
+            status=memory.status,
+            changed_by=changed_by,
+            snapshot=snapshot_of(memory),
+        )
+    )
+    await session.flush()
+
+
+async def get(session: AsyncSession, memory_id: UUID, *, for_update: bool = False) -> Memory | None:
+    statement = select(Memory).where(Memory.id == memory_id)
+    if for_update:
+        statement = statement.with_for_update()
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def get_many(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, Memory]:
+    if not memory_ids:
+        return {}
+    rows = await session.execute(select(Memory).where(Memory.id.in_(memory_ids)))
+    return {memory.id: memory for memory in rows.scalars()}
+
+
+async def touch(session: AsyncSession, memory: Memory) -> None:
+    """A repeated write of the same memory: it was just seen again."""
+    await session.execute(
+        update(Memory).where(Memory.id == memory.id).values(last_accessed_at=func.now())
+    )
+    await session.refresh(memory)
+
+
+async def set_status(session: AsyncSession, memory: Memory, *, status: str, changed_by: str) -> Memory:
+    """Change a memory's status, bump its version and record the change."""
+    memory.status = status
+    memory.version += 1
+    memory.updated_at = func.now()
+    await session.flush()
+    await session.refresh(memory)
+    await add_version(session, memory, changed_by=changed_by)
+    return memory
+
+
+async def versions(session: AsyncSession, memory_id: UUID) -> list[MemoryVersion]:
+    statement = select(MemoryVersion).where(MemoryVersion.memory_id == memory_id).order_by(MemoryVersion.version)
+    return list((await session.execute(statement)).scalars())
+
+
+async def chain(session: AsyncSession, memory_id: UUID, *, direction: str) -> list[Memory]:
+    """Follow `supersedes` (back) or `superseded_by` (forward) links, nearest first."""
+    link = "supersedes" if direction == "back" else "superseded_by"
+    walk = text(
+        f"""
+        WITH RECURSIVE walk(id, depth) AS (
+            SELECT {link}, 1 FROM memories WHERE id = :start AND {link} IS NOT NULL
+            UNION ALL
+            SELECT m.{link}, walk.depth + 1 FROM memories m JOIN walk ON m.id = walk.id
+            WHERE m.{link} IS NOT NULL AND walk.depth < 1000
+        )
+        SELECT id FROM walk ORDER BY depth
+        """
+    )
+    ids = list((await session.execute(walk, {"start": memory_id})).scalars())
+    found = await get_many(session, ids)
+    return [found[memory_id] for memory_id in ids if memory_id in found]
+
+
+async def relations(session: AsyncSession, memory_id: UUID) -> list[tuple[str, UUID]]:
+    statement = select(MemoryRelation.type, MemoryRelation.from_memory_id, MemoryRelation.to_memory_id).where(
+        (MemoryRelation.from_memory_id == memory_id) | (MemoryRelation.to_memory_id == memory_id)
+    )
+    return [
+        (relation_type, target if source == memory_id else source)
+        for relation_type, source, target in (await session.execute(statement)).all()
+    ]
+
+
+async def recent(session: AsyncSession, *, n: int, namespace: str | None) -> list[Memory]:
+    statement = select(Memory).order_by(Memory.created_at.desc(), Memory.id).limit(n)
+    if namespace is not None:
+        statement = statement.where(Memory.namespace == namespace)
+    return list((await session.execute(statement)).scalars())

@@ -1,0 +1,42 @@
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Path, Response, status
+from fastapi.responses import JSONResponse
+
+from app.core.database import SessionDep
+from app.core.dependencies import EmbedderDep, SettingsDep
+from app.memories import service
+from app.memories.schemas import BatchResponse, BatchWrite, MemoryDetail, MemoryWrite, WriteResponse
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+
+MemoryID = Annotated[UUID, Path(description="The memory's id.")]
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=WriteResponse)
+async def write_memory(body: MemoryWrite, session: SessionDep, embedder: EmbedderDep, settings: SettingsDep) -> JSONResponse:
+    """Store a memory; the same content already active in the namespace is returned instead (200, deduplicated)."""
+    outcome = await service.write(session, request=body, embedder=embedder, settings=settings)
+    code = status.HTTP_200_OK if outcome.deduplicated else status.HTTP_201_CREATED
+    return JSONResponse(outcome.response().model_dump(mode="json"), status_code=code)
+
+
+@router.post(":batch", response_model=BatchResponse)
+async def write_batch(body: BatchWrite, session: SessionDep, embedder: EmbedderDep, settings: SettingsDep) -> BatchResponse:
+    """Store up to 500 memories in order; each item reports its own result or problem."""
+    results = await service.write_batch(session, items=body.items, embedder=embedder, settings=settings)
+    return BatchResponse(results=results)
+
+
+@router.get("/{memory_id}", response_model=MemoryDetail)
+async def get_memory(memory_id: MemoryID, session: SessionDep) -> MemoryDetail:
+    """A memory with its versions, its supersede chain in both directions and its relations."""
+    return await service.detail(session, memory_id=memory_id)
+
+
+@router.delete("/{memory_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def forget_memory(memory_id: MemoryID, session: SessionDep) -> Response:
+    """Forget a memory (soft delete: it stays readable by id, with its history)."""
+    await service.forget(session, memory_id=memory_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,184 @@
+"""Request and response shapes of the memory calls (SPEC section 11); the MCP gateway reuses them."""
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from app.core.settings import settings
+from app.models import Memory
+
+MemoryType = Literal["working", "episodic", "semantic"]
+MemoryStatus = Literal["active", "superseded", "uncertain", "archived", "deleted"]
+
+NAMESPACE_PATTERN = r"^[A-Za-z0-9_.\-]+(:[A-Za-z0-9_.\-]+)*$"
+# After "<namespace>:", one or more segments such as "phone" or "diet:breakfast"; CJK allowed.
+_KEY_REST = re.compile(r"^[\w.\-]+(:[\w.\-]+)*$")
+
+Namespace = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=NAMESPACE_PATTERN,
+        description="Isolation unit, e.g. `user:u1`, `agent:a1:private`, `shared:billing`.",
+        examples=["user:u1"],
+    ),
+]
+
+
+class MemoryWrite(BaseModel):
+    """One memory to store."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Namespace
+    content: str = Field(description="The memory itself, in any language.", examples=["User is allergic to peanuts."])
+    key: str | None = Field(
+        default=None,
+        max_length=400,
+        description="`<namespace>:<subject>:<attribute>`; a newer memory with the same key supersedes the older.",
+        examples=["user:u1:allergy"],
+    )
+    query_hint: str | None = Field(default=None, max_length=1_000, description="What a search for this should say.")
+    memory_type: MemoryType = Field(default="semantic", description="working (short-lived), episodic (what happened), semantic (facts).")
+    confidence: float = Field(default=1.0, ge=0, le=1)
+    importance: float = Field(default=0.5, ge=0, le=1)
+    ttl_seconds: int | None = Field(default=None, ge=1, description="Forget after this many seconds.")
+    session_id: str | None = Field(default=None, max_length=200)
+    source: dict[str, Any] | None = Field(default=None, description="Where it came from: turn id, agent id, ...")
+    metadata: dict[str, Any] | None = None
+    created_at: AwareDatetime | None = Field(default=None, description="Original time, for imports; defaults to now.")
+
+    @field_validator("content")
+    @classmethod
+    def _content_present_and_bounded(cls, content: str) -> str:
+        if not content.strip():
+            raise ValueError("content must not be empty")
+        if len(content) > settings.max_content_chars:
+            raise ValueError(f"content is longer than {settings.max_content_chars} characters")
+        return content
+
+    @field_validator("key")
+    @classmethod
+    def _key_in_namespace(cls, key: str | None, info: ValidationInfo) -> str | None:
+        namespace = info.data.get("namespace")
+        if key is None or namespace is None:  # a bad namespace is reported on its own
+            return key
+        prefix = f"{namespace}:"
+        if not key.startswith(prefix) or not _KEY_REST.match(key[len(prefix) :]):
+            raise ValueError(f"key must look like '{namespace}:<subject>:<attribute>' (its namespace must be the memory's)")
+        return key
+
+
+class BatchWrite(BaseModel):
+    """Up to the batch limit of writes, applied in order; each item succeeds or fails on its own."""
+
+    items: list[dict[str, Any]] = Field(min_length=1, description="Each item has the shape of a single write.")
+
+    @field_validator("items")
+    @classmethod
+    def _within_limit(cls, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if len(items) > settings.max_batch_items:
+            raise ValueError(f"a batch holds at most {settings.max_batch_items} items")
+        return items
+
+
+class MemoryOut(BaseModel):
+    id: UUID
+    namespace: str
+    key: str | None
+    content: str
+    query_hint: str | None
+    memory_type: MemoryType
+    status: MemoryStatus
+    version: int
+    confidence: float
+    importance: float
+    supersedes: UUID | None
+    superseded_by: UUID | None
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+    access_count: int
+    last_accessed_at: datetime | None
+    embedding_model: str | None
+    source: dict[str, Any]
+    metadata: dict[str, Any]
+
+    @classmethod
+    def of(cls, memory: "Memory") -> Self:
+        fields = {name: getattr(memory, name) for name in cls.model_fields if hasattr(memory, name)}
+        fields["metadata"] = memory.metadata_
+        fields["source"] = {"session_id": memory.session_id, **memory.source} if memory.session_id else memory.source
+        return cls(**fields)
+
+
+class RevisionSummary(BaseModel):
+    id: UUID
+    trigger: str
+    decision: str
+    old_memory_id: UUID | None
+    status: str
+
+
+class WriteResponse(BaseModel):
+    memory: MemoryOut
+    deduplicated: bool
+    revisions: list[RevisionSummary] = []
+
+
+class Problem(BaseModel):
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, Any]] | None = None
+
+
+class BatchItemResult(BaseModel):
+    """A write response, or the problem that rejected this item alone."""
+
+    index: int
+    status: int
+    memory: MemoryOut | None = None
+    deduplicated: bool | None = None
+    revisions: list[RevisionSummary] = []
+    error: Problem | None = None
+
+
+class BatchResponse(BaseModel):
+    results: list[BatchItemResult]
+
+
+class VersionOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    version: int
+    content: str
+    status: MemoryStatus
+    changed_by: str
+    created_at: datetime
+
+
+class RelationOut(BaseModel):
+    type: str
+    memory_id: UUID
+
+
+class MemoryDetail(BaseModel):
+    memory: MemoryOut
+    versions: list[VersionOut]
+    supersedes: list[MemoryOut] = Field(description="What this memory replaced, nearest first.")
+    superseded_by: list[MemoryOut] = Field(description="What replaced this memory, nearest first.")
+    relations: list[RelationOut]
+
+
+class RecentMemory(MemoryOut):
+    chain: list[UUID] = Field(description="Ids this memory supersedes, nearest first.")
+
+
+class RecentResponse(BaseModel):
+    memories: list[RecentMemory]

@@ -1,0 +1,186 @@
+"""SQLAlchemy tables, all in one place. Migrations own the schema; these mirror it."""
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    Identity,
+    ForeignKey,
+    Integer,
+    MetaData,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+EMBEDDING_DIM = 384
+
+MEMORY_TYPES = ("working", "episodic", "semantic")
+MEMORY_STATUSES = ("active", "superseded", "uncertain", "archived", "deleted")
+RELATION_TYPES = ("supersedes", "refines", "coexists", "related")
+REVISION_TRIGGERS = ("same_key", "strong", "weak", "periodic", "manual")
+REVISION_DECISIONS = ("CONFLICT", "REFINE", "COEXIST", "UNRELATED", "DUPLICATE")
+REVISION_STATUSES = ("applied", "pending", "dismissed", "rolled_back", "logged")
+LESSON_ATTRIBUTIONS = ("param_error", "tool_limit", "planning_flaw", "external_env", "unverified")
+LESSON_PATH_TYPES = ("verified", "falsified", "tentative")
+LESSON_STATUSES = ("observing", "active", "deprecated")
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def one_of(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(value) for value in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _created_at() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+class Memory(Base):
+    __tablename__ = "memories"
+    __table_args__ = (
+        CheckConstraint(one_of("memory_type", MEMORY_TYPES), name="memory_type"),
+        CheckConstraint(one_of("status", MEMORY_STATUSES), name="status"),
+        CheckConstraint("confidence BETWEEN 0 AND 1", name="confidence"),
+        CheckConstraint("importance BETWEEN 0 AND 1", name="importance"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()"))
+    namespace: Mapped[str] = mapped_column(Text, nullable=False)
+    key: Mapped[str | None] = mapped_column(Text)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    # sha256 of the normalised content: exact-duplicate lookups without scanning text.
+    content_hash: Mapped[str] = mapped_column(Text, nullable=False)
+    query_hint: Mapped[str | None] = mapped_column(Text)
+    memory_type: Mapped[str] = mapped_column(Text, nullable=False, server_default="semantic")
+    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM))
+    embedding_model: Mapped[str | None] = mapped_column(Text)
+    embedding_dim: Mapped[int | None] = mapped_column(Integer)
+    lexemes: Mapped[Any] = mapped_column(TSVECTOR)
+    confidence: Mapped[float] = mapped_column(Float, nullable=False, server_default="1.0")
+    importance: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.5")
+    status: Mapped[str] = mapped_column(Text, nullable=False, server_default="active")
+    version: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
+    supersedes: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL"))
+    superseded_by: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL"))
+    session_id: Mapped[str | None] = mapped_column(Text)
+    source: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default=text("'{}'::jsonb"))
+    ttl_seconds: Mapped[int | None] = mapped_column(Integer)
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    access_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    last_accessed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _created_at()
+    revised_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb"))
+
+
+class MemoryVersion(Base):
+    """One row per change of a memory; `snapshot` holds every mutable field, so rollback is exact."""
+
+    __tablename__ = "memory_versions"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    status: Mapped[str] = mapped_column(Text, nullable=False)
+    changed_by: Mapped[str] = mapped_column(Text, nullable=False)
+    snapshot: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class MemoryRelation(Base):
+    __tablename__ = "memory_relations"
+    __table_args__ = (CheckConstraint(one_of("type", RELATION_TYPES), name="type"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    from_memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False)
+    to_memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False)
+    type: Mapped[str] = mapped_column(Text, nullable=False)
+    revision_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), ForeignKey("revision_log.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = _created_at()
+
+
+class RevisionLog(Base):
+    __tablename__ = "revision_log"
+    __table_args__ = (
+        CheckConstraint(one_of("trigger", REVISION_TRIGGERS), name="trigger"),
+        CheckConstraint(one_of("decision", REVISION_DECISIONS), name="decision"),
+        CheckConstraint(one_of("status", REVISION_STATUSES), name="status"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()"))
+    namespace: Mapped[str] = mapped_column(Text, nullable=False)
+    trigger: Mapped[str] = mapped_column(Text, nullable=False)
+    new_memory_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL"))
+    old_memory_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL"))
+    merged_memory_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL"))
+    similarity: Mapped[float | None] = mapped_column(Float)
+    decision: Mapped[str] = mapped_column(Text, nullable=False)
+    reason: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    confidence: Mapped[float] = mapped_column(Float, nullable=False)
+    merged_content: Mapped[str | None] = mapped_column(Text)
+    judge: Mapped[str] = mapped_column(Text, nullable=False)
+    llm_prompt: Mapped[str | None] = mapped_column(Text)
+    llm_response: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _created_at()
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Reflection(Base):
+    __tablename__ = "reflections"
+    __table_args__ = (
+        CheckConstraint(one_of("attribution", LESSON_ATTRIBUTIONS), name="attribution"),
+        CheckConstraint(one_of("path_type", LESSON_PATH_TYPES), name="path_type"),
+        CheckConstraint(one_of("status", LESSON_STATUSES), name="status"),
+        CheckConstraint("confidence BETWEEN 0 AND 1", name="confidence"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()"))
+    namespace: Mapped[str] = mapped_column(Text, nullable=False)
+    situation: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    action: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    outcome: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    attribution: Mapped[str] = mapped_column(Text, nullable=False)
+    lesson: Mapped[str] = mapped_column(Text, nullable=False)
+    lesson_hash: Mapped[str] = mapped_column(Text, nullable=False)
+    scope: Mapped[str] = mapped_column(Text, nullable=False)
+    path_type: Mapped[str] = mapped_column(Text, nullable=False, server_default="tentative")
+    agent_role: Mapped[str | None] = mapped_column(Text)
+    domain: Mapped[str | None] = mapped_column(Text)
+    confidence: Mapped[float] = mapped_column(Float, nullable=False)
+    occurrences: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
+    status: Mapped[str] = mapped_column(Text, nullable=False, server_default="observing")
+    conflict_flag: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
+    hit_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    useful_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    hit_penalty: Mapped[float] = mapped_column(Float, nullable=False, server_default="0")
+    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM))
+    embedding_model: Mapped[str | None] = mapped_column(Text)
+    source_task_id: Mapped[str | None] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb"))
+    occurred_at: Mapped[datetime] = _created_at()
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _created_at()

