@@ -20,6 +20,8 @@ from app.embeddings.provider import build_provider
 from app.memories.router import router as memories_router
 from app.models import EMBEDDING_DIM
 from app.ops.router import router as ops_router
+from app.recall.cache import SearchCache
+from app.recall.router import router as recall_router
 
 logger = logging.getLogger("hindsight")
 
@@ -37,6 +39,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         app.state.settings = settings
         app.state.engine = engine
         app.state.sessionmaker = create_sessionmaker(engine)
+        app.state.read_sessions = app.state.sessionmaker
         app.state.embedder = embedder
         app.state.head_revision = head_revision()
         try:
@@ -50,7 +53,12 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
     )
+    app.state.search_cache = SearchCache(
+        ttl_seconds=settings.search_cache_seconds, max_entries=settings.search_cache_entries
+    )
     install_error_handlers(app)
+    # The search route must be registered before /v1/memories/{memory_id} captures "search".
+    app.include_router(recall_router)
     app.include_router(memories_router)
     app.include_router(ops_router)
     return app

@@ -1,10 +1,12 @@
 """Tests run against a real PostgreSQL: the embedded one in a temporary directory, or
 TEST_DATABASE_URL. Migrations run once; each test runs in a transaction that is rolled back."""
 
+import asyncio
 import os
 import tempfile
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,7 @@ def _app(settings: Settings, engine: AsyncEngine, embedder: EmbeddingProvider):
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = create_sessionmaker(engine)
+    app.state.read_sessions = app.state.sessionmaker
     app.state.embedder = embedder
     app.state.head_revision = head_revision()
     return app
@@ -84,6 +87,16 @@ async def client(settings, engine, embedder, db_session: AsyncSession) -> AsyncI
         else:
             await db_session.commit()
 
+    lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def shared_session() -> AsyncIterator[AsyncSession]:
+        # Routes run concurrently on their own sessions in production; here they take turns
+        # on the test's session, the only one that sees the test's uncommitted rows.
+        async with lock:
+            yield db_session
+
+    app.state.read_sessions = shared_session
     app.dependency_overrides[get_session] = rolled_back_session
     async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as http:
         yield http

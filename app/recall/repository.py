@@ -1,0 +1,141 @@
+"""SQL of the recall routes. Each route returns (memory id, raw score) best first."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+import numpy as np
+from sqlalchemy import ColumnElement, Select, Text, cast, func, literal, literal_column, or_, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Memory
+
+RouteRows = list[tuple[UUID, float]]
+# ts_rank_cd normalisation 1: divide by 1 + log(document length), so long turns don't win on length.
+LEXICAL_RANK_NORMALISATION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The hard filters every route applies."""
+
+    namespaces: Sequence[str]
+    statuses: Sequence[str]
+    at: datetime
+    memory_types: Sequence[str] | None = None
+    key_prefix: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+def _like_prefix(prefix: str) -> str:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"{escaped}%"
+
+
+def _in_scope(scope: Scope) -> list[ColumnElement[bool]]:
+    conditions = [
+        Memory.namespace.in_(scope.namespaces),
+        Memory.status.in_(scope.statuses),
+        # Expired memories never come back, whatever the status filter says.
+        or_(Memory.expires_at.is_(None), Memory.expires_at > scope.at),
+        Memory.created_at <= scope.at,
+    ]
+    if scope.memory_types:
+        conditions.append(Memory.memory_type.in_(scope.memory_types))
+    if scope.key_prefix:
+        conditions.append(Memory.key.like(_like_prefix(scope.key_prefix)))
+    if scope.created_after:
+        conditions.append(Memory.created_at >= scope.created_after)
+    if scope.created_before:
+        conditions.append(Memory.created_at <= scope.created_before)
+    return conditions
+
+
+async def _rows(session: AsyncSession, statement: Select) -> RouteRows:
+    return [(memory_id, float(score)) for memory_id, score in (await session.execute(statement)).all()]
+
+
+async def key_route(
+    session: AsyncSession, scope: Scope, *, key_prefix: str | None, terms: Sequence[str], limit: int
+) -> RouteRows:
+    """Memories whose key starts with the requested prefix or has a segment the query
+    names (`user:u1:phone` for "what is my phone number"); newest first, score 1."""
+    matches: list[ColumnElement[bool]] = []
+    if key_prefix:
+        matches.append(Memory.key.like(_like_prefix(key_prefix)))
+    if terms:
+        key_terms = func.hindsight_key_terms(Memory.namespace, Memory.key, type_=ARRAY(Text))
+        matches.append(key_terms.overlap(cast(list(terms), ARRAY(Text))))
+    if not matches:
+        return []
+    statement = (
+        select(Memory.id, literal(1.0))
+        .where(*_in_scope(scope), Memory.key.is_not(None), or_(*matches))
+        .order_by(Memory.created_at.desc())
+        .limit(limit)
+    )
+    return await _rows(session, statement)
+
+
+async def vector_route(
+    session: AsyncSession, scope: Scope, *, embedding: np.ndarray, model: str, probes: int, limit: int
+) -> RouteRows:
+    """Approximate cosine neighbours through the ivfflat index. Iterative scans keep
+    probing when filters (namespace, status) drop rows, so small namespaces still fill."""
+    await session.execute(select(func.set_config("ivfflat.probes", str(probes), True)))
+    await session.execute(select(func.set_config("ivfflat.iterative_scan", "relaxed_order", True)))
+    distance = Memory.embedding.cosine_distance(embedding)
+    statement = (
+        select(Memory.id, (1 - distance).label("similarity"))
+        .where(*_in_scope(scope), Memory.embedding_model == model)
+        .order_by(distance)
+        .limit(limit)
+    )
+    rows = await _rows(session, statement)
+    return sorted(rows, key=lambda row: row[1], reverse=True)  # relaxed order is only nearly sorted
+
+
+async def recency_route(session: AsyncSession, scope: Scope, *, limit: int) -> RouteRows:
+    """The newest memories in scope; raw score is the creation time as epoch seconds."""
+    statement = (
+        select(Memory.id, func.extract("epoch", Memory.created_at))
+        .where(*_in_scope(scope))
+        .order_by(Memory.created_at.desc())
+        .limit(limit)
+    )
+    return await _rows(session, statement)
+
+
+async def lexical_route(session: AsyncSession, scope: Scope, *, tsquery: str, limit: int) -> RouteRows:
+    """Full-text match over the app's own lexemes (CJK bigrams, stemmed English words)."""
+    if not tsquery:
+        return []
+    query = func.to_tsquery(literal_column("'simple'::regconfig"), tsquery)
+    rank = func.ts_rank_cd(Memory.lexemes, query, LEXICAL_RANK_NORMALISATION)
+    statement = (
+        select(Memory.id, rank.label("rank"))
+        .where(*_in_scope(scope), Memory.lexemes.op("@@")(query))
+        .order_by(rank.desc(), Memory.created_at.desc())
+        .limit(limit)
+    )
+    return await _rows(session, statement)
+
+
+async def load(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, Memory]:
+    if not memory_ids:
+        return {}
+    rows = await session.execute(select(Memory).where(Memory.id.in_(memory_ids)))
+    return {memory.id: memory for memory in rows.scalars()}
+
+
+async def record_access(session: AsyncSession, memory_ids: Sequence[UUID], *, at: datetime) -> None:
+    """One statement for every returned hit."""
+    if memory_ids:
+        await session.execute(
+            update(Memory)
+            .where(Memory.id.in_(memory_ids))
+            .values(access_count=Memory.access_count + 1, last_accessed_at=at)
+        )

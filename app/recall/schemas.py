@@ -1,0 +1,97 @@
+"""Shapes of `POST /v1/memories/search` (SPEC sections 5 and 11)."""
+
+from typing import Self
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from app.memories.schemas import MemoryOut, MemoryStatus, MemoryType, Namespace
+
+
+class Weights(BaseModel):
+    """Rerank weights; any part left out keeps the configured default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    semantic: float | None = Field(default=None, ge=0, le=1)
+    recency: float | None = Field(default=None, ge=0, le=1)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    access: float | None = Field(default=None, ge=0, le=1)
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=2_000, examples=["What is the user allergic to?"])
+    namespace: Namespace | None = None
+    namespaces: list[Namespace] | None = Field(default=None, min_length=1, max_length=20)
+    key_prefix: str | None = Field(default=None, min_length=1, max_length=400)
+    memory_types: list[MemoryType] | None = Field(default=None, min_length=1)
+    statuses: list[MemoryStatus] = Field(default=["active"], min_length=1)
+    top_k: int = Field(default=5, ge=1, le=100)
+    weights: Weights | None = None
+    created_after: AwareDatetime | None = None
+    created_before: AwareDatetime | None = None
+    as_of: AwareDatetime | None = Field(default=None, description="Answer as the namespace stood at this time.")
+    explain: bool = Field(default=False, description="Report each route's candidates and why some missed the top k.")
+
+    @field_validator("query")
+    @classmethod
+    def _query_present(cls, query: str) -> str:
+        if not query.strip():
+            raise ValueError("query must not be empty")
+        return query
+
+    @model_validator(mode="after")
+    def _one_namespace_field(self) -> Self:
+        if (self.namespace is None) == (self.namespaces is None):
+            raise ValueError("give exactly one of namespace or namespaces")
+        if self.created_after and self.created_before and self.created_after > self.created_before:
+            raise ValueError("created_after is later than created_before")
+        return self
+
+    @property
+    def all_namespaces(self) -> list[str]:
+        return [self.namespace] if self.namespace is not None else list(dict.fromkeys(self.namespaces or []))
+
+
+class ScoreParts(BaseModel):
+    semantic: float
+    recency: float
+    confidence: float
+    access: float
+    lexical: float | None = None
+
+
+class SearchHit(BaseModel):
+    memory: MemoryOut
+    score: float
+    scores: ScoreParts
+    routes: list[str]
+    superseded_by: UUID | None = None
+    related: list[UUID] = []
+
+
+class RouteCandidate(BaseModel):
+    memory_id: UUID
+    rank: int
+    raw_score: float
+
+
+class Miss(BaseModel):
+    memory_id: UUID
+    final_rank: int
+    score: float
+    held_back_by: list[str] = Field(description="Score parts where it trailed the last hit that made the top k.")
+
+
+class Explain(BaseModel):
+    routes: dict[str, list[RouteCandidate]]
+    weights: dict[str, float]
+    misses: list[Miss]
+
+
+class SearchResponse(BaseModel):
+    hits: list[SearchHit]
+    took_ms: float
+    explain: Explain | None = None

@@ -1,0 +1,213 @@
+"""Multi-route recall: four routes run concurrently, their candidates are merged, scored by
+the weighted rerank, and the hits are marked as accessed in one statement."""
+
+import asyncio
+import re
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from uuid import UUID
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.settings import Settings
+from app.embeddings.provider import EmbeddingProvider
+from app.memories.schemas import MemoryOut
+from app.models import Memory
+from app.recall import repository, scoring
+from app.recall.cache import SearchCache
+from app.recall.lexical import STOPWORDS, lexemes, or_query
+from app.recall.repository import RouteRows, Scope
+from app.recall.schemas import Explain, Miss, RouteCandidate, ScoreParts, SearchHit, SearchRequest, SearchResponse
+
+ReadSessions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(slots=True)
+class Candidate:
+    memory_id: UUID
+    routes: dict[str, tuple[int, float]] = field(default_factory=dict)  # route -> (rank, raw score)
+
+
+@dataclass(slots=True)
+class Scored:
+    memory: Memory
+    parts: scoring.Parts
+    score: float
+    routes: list[str]
+
+
+def effective_weights(request: SearchRequest, settings: Settings) -> scoring.Weights:
+    override = request.weights
+    return scoring.Weights(
+        semantic=override.semantic if override and override.semantic is not None else settings.search_weight_semantic,
+        recency=override.recency if override and override.recency is not None else settings.search_weight_recency,
+        confidence=override.confidence if override and override.confidence is not None else settings.search_weight_confidence,
+        access=override.access if override and override.access is not None else settings.search_weight_access,
+    )
+
+
+def _key_terms(query: str) -> list[str]:
+    """Query words as key segments may spell them: as written (lower case) and stemmed."""
+    written = {word for word in _WORD.findall(query.lower()) if word not in STOPWORDS}
+    return sorted(written | set(lexemes(query)))
+
+
+async def _run_routes(
+    read_sessions: ReadSessions,
+    scope: Scope,
+    *,
+    request: SearchRequest,
+    embedder: EmbeddingProvider,
+    settings: Settings,
+) -> tuple[dict[str, RouteRows], np.ndarray]:
+    limit = settings.search_route_candidates
+
+    async def in_own_session(route, **arguments) -> RouteRows:
+        async with read_sessions() as session:
+            return await route(session, scope, **arguments)
+
+    async def vector() -> tuple[RouteRows, np.ndarray]:
+        embedding = await embedder.embed_query(request.query)
+        rows = await in_own_session(
+            repository.vector_route, embedding=embedding, model=embedder.name, probes=settings.ivfflat_probes, limit=limit
+        )
+        return rows, embedding
+
+    key_rows, (vector_rows, embedding), recency_rows, lexical_rows = await asyncio.gather(
+        in_own_session(repository.key_route, key_prefix=request.key_prefix, terms=_key_terms(request.query), limit=limit),
+        vector(),
+        in_own_session(repository.recency_route, limit=settings.search_recency_candidates),
+        in_own_session(repository.lexical_route, tsquery=or_query(request.query), limit=limit),
+    )
+    routes = {"key": key_rows, "vector": vector_rows, "recency": recency_rows, "lexical": lexical_rows}
+    return routes, embedding
+
+
+def _merge(routes: dict[str, RouteRows]) -> dict[UUID, Candidate]:
+    candidates: dict[UUID, Candidate] = {}
+    for route, rows in routes.items():
+        for rank, (memory_id, raw) in enumerate(rows, start=1):
+            candidates.setdefault(memory_id, Candidate(memory_id)).routes[route] = (rank, raw)
+    return candidates
+
+
+def _score(
+    candidates: dict[UUID, Candidate],
+    memories: dict[UUID, Memory],
+    *,
+    embedding: np.ndarray,
+    at: datetime,
+    weights: scoring.Weights,
+    settings: Settings,
+) -> list[Scored]:
+    best_lexical = max((c.routes["lexical"][1] for c in candidates.values() if "lexical" in c.routes), default=0.0)
+    scored: list[Scored] = []
+    for candidate in candidates.values():
+        memory = memories.get(candidate.memory_id)
+        if memory is None:
+            continue
+        cosine = float(np.dot(np.asarray(memory.embedding, dtype=np.float32), embedding)) if memory.embedding is not None else 0.0
+        lexical = candidate.routes["lexical"][1] / best_lexical if "lexical" in candidate.routes and best_lexical else None
+        parts = scoring.Parts(
+            semantic=scoring.relevance(cosine=cosine, lexical=lexical, key_match="key" in candidate.routes),
+            recency=scoring.recency(
+                last_seen=max(filter(None, (memory.last_accessed_at, memory.created_at))),
+                at=at,
+                decay_per_hour=settings.recency_lambda_per_hour,
+            ),
+            confidence=memory.confidence,
+            access=scoring.access(memory.access_count),
+            lexical=lexical,
+        )
+        scored.append(Scored(memory=memory, parts=parts, score=parts.final(weights), routes=sorted(candidate.routes)))
+    scored.sort(key=lambda item: (item.score, item.memory.created_at), reverse=True)
+    return scored
+
+
+def _explain(routes: dict[str, RouteRows], ranked: list[Scored], *, top_k: int, weights: scoring.Weights) -> Explain:
+    misses: list[Miss] = []
+    if len(ranked) > top_k:
+        last_hit = ranked[top_k - 1]
+        for position, item in enumerate(ranked[top_k:], start=top_k + 1):
+            held_back = [
+                f"{name}: {weight * getattr(item.parts, name):.3f} < {weight * getattr(last_hit.parts, name):.3f}"
+                for name, weight in weights.as_dict().items()
+                if weight * getattr(item.parts, name) < weight * getattr(last_hit.parts, name)
+            ]
+            misses.append(Miss(memory_id=item.memory.id, final_rank=position, score=round(item.score, 6), held_back_by=held_back))
+    return Explain(
+        routes={
+            route: [RouteCandidate(memory_id=memory_id, rank=rank, raw_score=raw) for rank, (memory_id, raw) in enumerate(rows, start=1)]
+            for route, rows in routes.items()
+        },
+        weights=weights.as_dict(),
+        misses=misses,
+    )
+
+
+def _hit(item: Scored) -> SearchHit:
+    parts = item.parts
+    return SearchHit(
+        memory=MemoryOut.of(item.memory),
+        score=round(item.score, 6),
+        scores=ScoreParts(
+            semantic=round(parts.semantic, 6),
+            recency=round(parts.recency, 6),
+            confidence=round(parts.confidence, 6),
+            access=round(parts.access, 6),
+            lexical=None if parts.lexical is None else round(parts.lexical, 6),
+        ),
+        routes=item.routes,
+        superseded_by=item.memory.superseded_by,
+    )
+
+
+async def search(
+    session: AsyncSession,
+    *,
+    request: SearchRequest,
+    embedder: EmbeddingProvider,
+    settings: Settings,
+    read_sessions: ReadSessions,
+    cache: SearchCache,
+) -> SearchResponse:
+    """Recall memories for a query; see the module docstring."""
+    started = time.perf_counter()
+    at = request.as_of or datetime.now(timezone.utc)
+    cache_key = cache.key(request.model_dump_json(), request.all_namespaces)
+    cached: SearchResponse | None = None if request.explain or request.as_of else cache.get(cache_key)
+    if cached is not None:
+        await repository.record_access(session, [hit.memory.id for hit in cached.hits], at=at)
+        return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 3)})
+
+    scope = Scope(
+        namespaces=request.all_namespaces,
+        statuses=request.statuses,
+        at=at,
+        memory_types=request.memory_types,
+        key_prefix=request.key_prefix,
+        created_after=request.created_after,
+        created_before=request.created_before,
+    )
+    routes, embedding = await _run_routes(read_sessions, scope, request=request, embedder=embedder, settings=settings)
+    candidates = _merge(routes)
+    memories = await repository.load(session, list(candidates))
+    weights = effective_weights(request, settings)
+    ranked = _score(candidates, memories, embedding=embedding, at=at, weights=weights, settings=settings)
+    hits = [_hit(item) for item in ranked[: request.top_k]]
+    if not request.as_of:
+        await repository.record_access(session, [hit.memory.id for hit in hits], at=at)
+    response = SearchResponse(
+        hits=hits,
+        took_ms=round((time.perf_counter() - started) * 1000, 3),
+        explain=_explain(routes, ranked, top_k=request.top_k, weights=weights) if request.explain else None,
+    )
+    if not request.explain and not request.as_of:
+        cache.put(cache_key, response)
+    return response
