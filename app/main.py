@@ -17,6 +17,7 @@ from app.core.errors import install_error_handlers
 from app.core.migrations import head_revision
 from app.core.settings import Settings, settings as default_settings
 from app.embeddings.provider import build_provider
+from app.maintenance.router import router as maintenance_router
 from app.memories.router import router as memories_router
 from app.models import EMBEDDING_DIM
 from app.ops.router import router as ops_router
@@ -60,5 +61,6 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     # The search route must be registered before /v1/memories/{memory_id} captures "search".
     app.include_router(recall_router)
     app.include_router(memories_router)
+    app.include_router(maintenance_router)
     app.include_router(ops_router)
     return app

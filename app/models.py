@@ -72,10 +72,11 @@ class Memory(Base):
     content_hash: Mapped[str] = mapped_column(Text, nullable=False)
     query_hint: Mapped[str | None] = mapped_column(Text)
     memory_type: Mapped[str] = mapped_column(Text, nullable=False, server_default="semantic")
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM))
+    # Deferred: similarity is computed in SQL, so Python rarely needs the vector or the lexemes.
+    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM), deferred=True)
     embedding_model: Mapped[str | None] = mapped_column(Text)
     embedding_dim: Mapped[int | None] = mapped_column(Integer)
-    lexemes: Mapped[Any] = mapped_column(TSVECTOR)
+    lexemes: Mapped[Any] = mapped_column(TSVECTOR, deferred=True)
     confidence: Mapped[float] = mapped_column(Float, nullable=False, server_default="1.0")
     importance: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.5")
     status: Mapped[str] = mapped_column(Text, nullable=False, server_default="active")

@@ -48,7 +48,7 @@ class Settings(BaseSettings):
     search_weight_access: float = Field(default=0.1, ge=0, le=1)
     recency_lambda_per_hour: float = Field(default=0.01, ge=0)
     ivfflat_probes: int = Field(default=10, ge=1)
-    search_route_candidates: int = Field(default=50, ge=1, le=1_000)
+    search_route_candidates: int = Field(default=100, ge=1, le=1_000)
     search_recency_candidates: int = Field(default=10, ge=0, le=1_000)
     search_cache_seconds: float = Field(default=300, ge=0)
     search_cache_entries: int = Field(default=1_024, ge=0)

@@ -6,7 +6,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import func, literal_column, select, text, update
+from sqlalchemy import bindparam, func, insert, literal_column, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Memory, MemoryRelation, MemoryVersion
@@ -44,10 +44,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def snapshot_of(memory: Memory) -> dict[str, Any]:
-    snapshot = {name: _jsonable(getattr(memory, name)) for name in SNAPSHOT_FIELDS}
-    snapshot["metadata"] = memory.metadata_
+def _snapshot(values: dict[str, Any]) -> dict[str, Any]:
+    snapshot = {name: _jsonable(values.get(name)) for name in SNAPSHOT_FIELDS}
+    snapshot["metadata"] = values.get("metadata_") or {}
     return snapshot
+
+
+def snapshot_of(memory: Memory) -> dict[str, Any]:
+    return _snapshot({name: getattr(memory, name) for name in (*SNAPSHOT_FIELDS, "metadata_")})
 
 
 async def lock_namespace(session: AsyncSession, namespace: str) -> None:
@@ -92,6 +96,27 @@ async def insert(session: AsyncSession, memory: Memory) -> Memory:
     await session.flush()
     await session.refresh(memory)
     return memory
+
+
+async def insert_many(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+    """Bulk import of prepared active rows (each with an `id` and a `lexeme_text` for the
+    lexical index) in two statements; version 1 of each row is recorded alongside."""
+    statement = insert(Memory).values(
+        lexemes=func.to_tsvector(literal_column("'simple'::regconfig"), bindparam("lexeme_text"))
+    )
+    await session.execute(statement, list(rows))
+    versions = [
+        {
+            "memory_id": row["id"],
+            "version": 1,
+            "content": row["content"],
+            "status": "active",
+            "changed_by": "import",
+            "snapshot": _snapshot({"version": 1, "status": "active", **row}),
+        }
+        for row in rows
+    ]
+    await session.execute(insert(MemoryVersion), versions)
 
 
 async def add_version(session: AsyncSession, memory: Memory, *, changed_by: str) -> None:

@@ -34,6 +34,11 @@ class SearchRequest(BaseModel):
     created_before: AwareDatetime | None = None
     as_of: AwareDatetime | None = Field(default=None, description="Answer as the namespace stood at this time.")
     explain: bool = Field(default=False, description="Report each route's candidates and why some missed the top k.")
+    record_access: bool = Field(
+        default=True,
+        description="Count the hits as accessed (feeds recency and access in later rankings); "
+        "false for read-only looks such as evaluations.",
+    )
 
     @field_validator("query")
     @classmethod

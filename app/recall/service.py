@@ -17,7 +17,7 @@ from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
 from app.memories.schemas import MemoryOut
 from app.models import Memory
-from app.recall import repository, scoring
+from app.recall import relevance, repository, scoring
 from app.recall.cache import SearchCache
 from app.recall.lexical import STOPWORDS, lexemes, or_query
 from app.recall.repository import RouteRows, Scope
@@ -97,25 +97,43 @@ def _merge(routes: dict[str, RouteRows]) -> dict[UUID, Candidate]:
     return candidates
 
 
+def _evidence(
+    routes: dict[str, RouteRows], loaded: dict[UUID, tuple[Memory, float]], neighbours: list[tuple[UUID, UUID, int]]
+) -> relevance.Evidence:
+    evidence = relevance.Evidence(
+        cosine={memory_id: cosine for memory_id, (_, cosine) in loaded.items()},
+        vector_hits=[memory_id for memory_id, _ in routes["vector"] if memory_id in loaded],
+        lexical_rank={memory_id: raw for memory_id, raw in routes["lexical"] if memory_id in loaded},
+        session={
+            memory_id: (memory.namespace, memory.session_id) if memory.session_id else None
+            for memory_id, (memory, _) in loaded.items()
+        },
+        speaker={memory_id: memory.source.get("speaker") for memory_id, (memory, _) in loaded.items()},
+    )
+    for anchor, other, offset in neighbours:
+        if anchor in loaded and other in loaded:
+            evidence.link(anchor, other, offset)
+    return evidence
+
+
 def _score(
     candidates: dict[UUID, Candidate],
     memories: dict[UUID, Memory],
+    relevances: dict[UUID, relevance.Relevance],
     *,
-    embedding: np.ndarray,
     at: datetime,
     weights: scoring.Weights,
     settings: Settings,
 ) -> list[Scored]:
-    best_lexical = max((c.routes["lexical"][1] for c in candidates.values() if "lexical" in c.routes), default=0.0)
     scored: list[Scored] = []
-    for candidate in candidates.values():
-        memory = memories.get(candidate.memory_id)
-        if memory is None:
-            continue
-        cosine = float(np.dot(np.asarray(memory.embedding, dtype=np.float32), embedding)) if memory.embedding is not None else 0.0
-        lexical = candidate.routes["lexical"][1] / best_lexical if "lexical" in candidate.routes and best_lexical else None
+    for memory_id, memory in memories.items():
+        routes = candidates[memory_id].routes if memory_id in candidates else {}
+        fit = relevances.get(memory_id, relevance.Relevance(semantic=0.0, dense=0.0, lexical=None))
+        if not routes and fit.semantic == 0:
+            continue  # a neighbour that nothing lifted
+        semantic = max(fit.semantic, scoring.KEY_MATCH_RELEVANCE) if "key" in routes else fit.semantic
         parts = scoring.Parts(
-            semantic=scoring.relevance(cosine=cosine, lexical=lexical, key_match="key" in candidate.routes),
+            semantic=semantic,
             recency=scoring.recency(
                 last_seen=max(filter(None, (memory.last_accessed_at, memory.created_at))),
                 at=at,
@@ -123,9 +141,11 @@ def _score(
             ),
             confidence=memory.confidence,
             access=scoring.access(memory.access_count),
-            lexical=lexical,
+            lexical=fit.lexical,
         )
-        scored.append(Scored(memory=memory, parts=parts, score=parts.final(weights), routes=sorted(candidate.routes)))
+        scored.append(
+            Scored(memory=memory, parts=parts, score=parts.final(weights), routes=sorted(routes) or ["context"])
+        )
     scored.sort(key=lambda item: (item.score, item.memory.created_at), reverse=True)
     return scored
 
@@ -183,7 +203,8 @@ async def search(
     cache_key = cache.key(request.model_dump_json(), request.all_namespaces)
     cached: SearchResponse | None = None if request.explain or request.as_of else cache.get(cache_key)
     if cached is not None:
-        await repository.record_access(session, [hit.memory.id for hit in cached.hits], at=at)
+        if request.record_access:
+            await repository.record_access(session, [hit.memory.id for hit in cached.hits], at=at)
         return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 3)})
 
     scope = Scope(
@@ -197,11 +218,16 @@ async def search(
     )
     routes, embedding = await _run_routes(read_sessions, scope, request=request, embedder=embedder, settings=settings)
     candidates = _merge(routes)
-    memories = await repository.load(session, list(candidates))
+    neighbours = await repository.session_neighbours(
+        session, scope, anchors=list(candidates), width=relevance.NEIGHBOUR_WIDTH
+    )
+    loaded = await repository.load(session, list(candidates) + [other for _, other, _ in neighbours], embedding=embedding)
+    relevances = relevance.score(_evidence(routes, loaded, neighbours), query=request.query)
+    memories = {memory_id: memory for memory_id, (memory, _) in loaded.items()}
     weights = effective_weights(request, settings)
-    ranked = _score(candidates, memories, embedding=embedding, at=at, weights=weights, settings=settings)
+    ranked = _score(candidates, memories, relevances, at=at, weights=weights, settings=settings)
     hits = [_hit(item) for item in ranked[: request.top_k]]
-    if not request.as_of:
+    if request.record_access and not request.as_of:
         await repository.record_access(session, [hit.memory.id for hit in hits], at=at)
     response = SearchResponse(
         hits=hits,

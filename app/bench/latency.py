@@ -1,0 +1,159 @@
+"""Search latency at scale and write throughput.
+
+Synthetic memories carry random unit vectors written straight through the repository:
+embedding 100k texts would take far longer than the searches being measured. Searches go
+through the service's HTTP layer; "without embedding" swaps in a provider that returns a
+ready vector, so the two figures differ by the query embedding alone.
+"""
+
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+from fastapi import FastAPI
+from httpx import AsyncClient
+from tqdm import tqdm
+
+from app.maintenance.service import retune_vector_index
+from app.memories import repository
+from app.memories.service import content_hash
+from app.recall.lexical import lexemes
+
+VOCABULARY = (
+    "coffee tea berlin paris meeting project deadline invoice budget flight hotel doctor "
+    "dentist birthday gym yoga piano guitar python rust database server backup deploy "
+    "review design budget salary rent mortgage garden cat dog school exam holiday beach "
+    "mountain train bus bike car insurance passport visa bank loan recipe pasta sushi"
+).split()
+INSERT_BATCH = 2_000
+
+
+@dataclass(frozen=True)
+class LatencyReport:
+    memories: int
+    import_rows_per_second: float
+    search_ms_with_embedding: dict[str, float]
+    search_ms_without_embedding: dict[str, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "memories": self.memories,
+            "import_rows_per_second": round(self.import_rows_per_second, 1),
+            "search_ms_with_embedding": self.search_ms_with_embedding,
+            "search_ms_without_embedding": self.search_ms_without_embedding,
+        }
+
+
+class ReadyVectors:
+    """An embedding provider whose query vectors are already computed."""
+
+    def __init__(self, real, vectors: list[np.ndarray]) -> None:
+        self.name, self.dim = real.name, real.dim
+        self._real = real
+        self._vectors = iter(vectors)
+
+    async def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return await self._real.embed_passages(texts)
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        return next(self._vectors)
+
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(6, 14))) + f" #{rng.randint(1, 10**6)}"
+
+
+def _unit_vectors(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
+    vectors = rng.standard_normal((count, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _rows(namespace: str, texts: list[str], vectors: np.ndarray, model: str, start: datetime) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": uuid.uuid4(),
+            "namespace": namespace,
+            "content": text,
+            "content_hash": content_hash(text),
+            "memory_type": "semantic",
+            "embedding": vector,
+            "embedding_model": model,
+            "embedding_dim": len(vector),
+            "created_at": start + timedelta(minutes=index),
+            "updated_at": start + timedelta(minutes=index),
+            "lexeme_text": " ".join(lexemes(text)),
+        }
+        for index, (text, vector) in enumerate(zip(texts, vectors, strict=True))
+    ]
+
+
+async def _import(app: FastAPI, namespace: str, count: int, seed: int) -> float:
+    rng, np_rng = random.Random(seed), np.random.default_rng(seed)
+    embedder = app.state.embedder
+    start = datetime.now(timezone.utc) - timedelta(minutes=count)
+    began = time.perf_counter()
+    with tqdm(total=count, desc=f"import {count:,}", unit="mem") as progress:
+        for offset in range(0, count, INSERT_BATCH):
+            size = min(INSERT_BATCH, count - offset)
+            texts = [_sentence(rng) for _ in range(size)]
+            rows = _rows(namespace, texts, _unit_vectors(np_rng, size, embedder.dim), embedder.name, start + timedelta(minutes=offset))
+            async with app.state.sessionmaker.begin() as session:
+                await repository.insert_many(session, rows)
+            progress.update(size)
+    rate = count / (time.perf_counter() - began)
+    async with app.state.sessionmaker.begin() as session:
+        await retune_vector_index(session)
+    return rate
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    values = np.asarray(samples)
+    return {name: round(float(np.percentile(values, q)), 2) for name, q in (("p50", 50), ("p95", 95), ("p99", 99))}
+
+
+async def _timed_searches(client: AsyncClient, namespace: str, queries: list[str], label: str) -> list[float]:
+    timings = []
+    for query in tqdm(queries, desc=label, unit="q"):
+        began = time.perf_counter()
+        response = await client.post("/v1/memories/search", json={"query": query, "namespace": namespace, "top_k": 10})
+        timings.append((time.perf_counter() - began) * 1000)
+        response.raise_for_status()
+    return timings
+
+
+async def run(app: FastAPI, client: AsyncClient, *, memories: int, queries: int = 500, seed: int = 7) -> LatencyReport:
+    namespace = f"bench:latency:{memories}:{uuid.uuid4().hex[:8]}"
+    rate = await _import(app, namespace, memories, seed)
+    rng = random.Random(seed + 1)
+    # Distinct queries, so the search cache never answers.
+    texts = [f"{_sentence(rng)} q{index}" for index in range(queries)]
+    real = app.state.embedder
+    with_embedding = await _timed_searches(client, namespace, texts, f"search {memories:,} (with embedding)")
+    app.state.embedder = ReadyVectors(real, list(_unit_vectors(np.random.default_rng(seed + 2), queries, real.dim)))
+    try:
+        texts_again = [f"{text} again" for text in texts]
+        without_embedding = await _timed_searches(client, namespace, texts_again, f"search {memories:,} (ready vectors)")
+    finally:
+        app.state.embedder = real
+    return LatencyReport(
+        memories=memories,
+        import_rows_per_second=rate,
+        search_ms_with_embedding=percentiles(with_embedding),
+        search_ms_without_embedding=percentiles(without_embedding),
+    )
+
+
+async def write_throughput(client: AsyncClient, *, count: int = 500, batch: int = 100, seed: int = 11) -> float:
+    """Memories per second through `POST /v1/memories:batch`, embedding included."""
+    rng = random.Random(seed)
+    namespace = f"bench:writes:{uuid.uuid4().hex[:8]}"
+    began = time.perf_counter()
+    for offset in tqdm(range(0, count, batch), desc="batch writes", unit="batch"):
+        items = [{"namespace": namespace, "content": _sentence(rng)} for _ in range(min(batch, count - offset))]
+        response = await client.post("/v1/memories:batch", json={"items": items})
+        response.raise_for_status()
+    return count / (time.perf_counter() - began)

