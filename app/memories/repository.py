@@ -1,14 +1,17 @@
 """Every SQL statement about memories, their versions and relations."""
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import bindparam, func, insert, literal_column, select, text, update
+from sqlalchemy import ColumnElement, bindparam, func, insert, literal_column, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sqlalchemy.orm.exc import StaleDataError
+
+from app.core.errors import VersionConflict
 from app.models import Memory, MemoryRelation, MemoryVersion
 from app.recall.lexical import lexemes
 
@@ -54,16 +57,49 @@ def snapshot_of(memory: Memory) -> dict[str, Any]:
     return _snapshot({name: getattr(memory, name) for name in (*SNAPSHOT_FIELDS, "metadata_")})
 
 
+_UUID_FIELDS = ("supersedes", "superseded_by")
+_TIME_FIELDS = ("expires_at", "revised_at")
+_KEPT_ON_RESTORE = ("version", "embedding_model")  # the version only grows; the vector is recomputed
+
+
+def restore_snapshot(memory: Memory, snapshot: dict[str, Any]) -> bool:
+    """Put the memory's fields back as a snapshot recorded them; True if the content changed
+    (the caller must then re-embed it)."""
+    content_changed = memory.content != snapshot["content"]
+    for name in SNAPSHOT_FIELDS:
+        if name in _KEPT_ON_RESTORE:
+            continue
+        value = snapshot.get(name)
+        if value is not None and name in _UUID_FIELDS:
+            value = UUID(value)
+        elif value is not None and name in _TIME_FIELDS:
+            value = datetime.fromisoformat(value)
+        setattr(memory, name, value)
+    memory.metadata_ = snapshot.get("metadata") or {}
+    if content_changed:
+        memory.lexemes = lexeme_vector(memory.content)
+    return content_changed
+
+
+async def embedding_of(session: AsyncSession, memory_id: UUID) -> np.ndarray | None:
+    return await session.scalar(select(Memory.embedding).where(Memory.id == memory_id))
+
+
 async def lock_namespace(session: AsyncSession, namespace: str) -> None:
     """Serialise writers of one namespace until the transaction ends (dedup and revision
     both read-then-write, so two concurrent writers must not interleave)."""
     await session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(namespace, 0))))
 
 
+def _unexpired() -> ColumnElement[bool]:
+    """Expired memories are gone for every purpose but history."""
+    return or_(Memory.expires_at.is_(None), Memory.expires_at > func.now())
+
+
 async def find_active_by_hash(session: AsyncSession, *, namespace: str, content_hash: str) -> Memory | None:
     statement = (
         select(Memory)
-        .where(Memory.namespace == namespace, Memory.content_hash == content_hash, Memory.status == "active")
+        .where(Memory.namespace == namespace, Memory.content_hash == content_hash, Memory.status == "active", _unexpired())
         .order_by(Memory.created_at)
         .limit(1)
     )
@@ -71,14 +107,27 @@ async def find_active_by_hash(session: AsyncSession, *, namespace: str, content_
 
 
 async def nearest_active(
-    session: AsyncSession, *, namespace: str, embedding: np.ndarray, limit: int, exclude: Sequence[UUID] = ()
+    session: AsyncSession,
+    *,
+    namespace: str,
+    embedding: np.ndarray,
+    limit: int,
+    exclude: Sequence[UUID] = (),
+    memory_types: Sequence[str] | None = None,
+    created_before: datetime | None = None,
 ) -> list[tuple[Memory, float]]:
     """Exact cosine neighbours among the namespace's active memories. The namespace is
     filtered first (materialised) so the ANN index cannot drop rows from a small namespace."""
+    conditions = [Memory.namespace == namespace, Memory.status == "active", Memory.embedding.is_not(None), _unexpired()]
+    if exclude:
+        conditions.append(Memory.id.not_in(exclude))
+    if memory_types:
+        conditions.append(Memory.memory_type.in_(memory_types))
+    if created_before is not None:
+        conditions.append(Memory.created_at < created_before)
     in_namespace = (
         select(Memory.id, Memory.embedding)
-        .where(Memory.namespace == namespace, Memory.status == "active", Memory.embedding.is_not(None))
-        .where(Memory.id.not_in(exclude) if exclude else text("true"))
+        .where(*conditions)
         .cte("in_namespace")
         .prefix_with("MATERIALIZED")
     )
@@ -104,7 +153,7 @@ async def insert_many(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> 
     statement = insert(Memory).values(
         lexemes=func.to_tsvector(literal_column("'simple'::regconfig"), bindparam("lexeme_text"))
     )
-    await session.execute(statement, list(rows))
+    await session.execute(statement, [{"version": 1, **row} for row in rows])
     versions = [
         {
             "memory_id": row["id"],
@@ -119,7 +168,9 @@ async def insert_many(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> 
     await session.execute(insert(MemoryVersion), versions)
 
 
-async def add_version(session: AsyncSession, memory: Memory, *, changed_by: str) -> None:
+async def add_version(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> None:
+    """Record the memory as it now is. `at` is when the change took effect (a write's own
+    time for imports and revisions it causes); `as_of` search reads statuses by it."""
     session.add(
         MemoryVersion(
             memory_id=memory.id,
@@ -128,6 +179,7 @@ async def add_version(session: AsyncSession, memory: Memory, *, changed_by: str)
             status=memory.status,
             changed_by=changed_by,
             snapshot=snapshot_of(memory),
+            created_at=at or datetime.now(timezone.utc),
         )
     )
     await session.flush()
@@ -155,14 +207,15 @@ async def touch(session: AsyncSession, memory: Memory) -> None:
     await session.refresh(memory)
 
 
-async def set_status(session: AsyncSession, memory: Memory, *, status: str, changed_by: str) -> Memory:
-    """Change a memory's status, bump its version and record the change."""
-    memory.status = status
-    memory.version += 1
-    memory.updated_at = func.now()
-    await session.flush()
-    await session.refresh(memory)
-    await add_version(session, memory, changed_by=changed_by)
+async def save_change(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> Memory:
+    """Write the memory's changed fields (its version goes up by one, refused if another
+    writer got there first) and record the new version."""
+    memory.updated_at = datetime.now(timezone.utc)
+    try:
+        await session.flush()
+    except StaleDataError as error:
+        raise VersionConflict(f"memory {memory.id} was changed by another writer; read it again") from error
+    await add_version(session, memory, changed_by=changed_by, at=at)
     return memory
 
 

@@ -5,8 +5,8 @@ from fastapi import APIRouter, Path, Response, status
 from fastapi.responses import JSONResponse
 
 from app.core.database import SessionDep
-from app.core.dependencies import EmbedderDep, SettingsDep
 from app.memories import service
+from app.revisions.dependencies import RevisionContextDep
 from app.memories.schemas import BatchResponse, BatchWrite, MemoryDetail, MemoryWrite, WriteResponse
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -15,17 +15,18 @@ MemoryID = Annotated[UUID, Path(description="The memory's id.")]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=WriteResponse)
-async def write_memory(body: MemoryWrite, session: SessionDep, embedder: EmbedderDep, settings: SettingsDep) -> JSONResponse:
-    """Store a memory; the same content already active in the namespace is returned instead (200, deduplicated)."""
-    outcome = await service.write(session, request=body, embedder=embedder, settings=settings)
+async def write_memory(body: MemoryWrite, session: SessionDep, context: RevisionContextDep) -> JSONResponse:
+    """Store a memory and run the revision triggers; the same content already active in the
+    namespace is returned instead (200, deduplicated)."""
+    outcome = await service.write(session, request=body, context=context)
     code = status.HTTP_200_OK if outcome.deduplicated else status.HTTP_201_CREATED
     return JSONResponse(outcome.response().model_dump(mode="json"), status_code=code)
 
 
 @router.post(":batch", response_model=BatchResponse)
-async def write_batch(body: BatchWrite, session: SessionDep, embedder: EmbedderDep, settings: SettingsDep) -> BatchResponse:
+async def write_batch(body: BatchWrite, session: SessionDep, context: RevisionContextDep) -> BatchResponse:
     """Store up to 500 memories in order; each item reports its own result or problem."""
-    results = await service.write_batch(session, items=body.items, embedder=embedder, settings=settings)
+    results = await service.write_batch(session, items=body.items, context=context)
     return BatchResponse(results=results)
 
 

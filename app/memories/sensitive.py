@@ -7,6 +7,8 @@ numbers (phone numbers, order ids, dates) pass.
 import re
 from collections.abc import Callable
 
+from app.core.errors import SensitiveContent
+
 _CARD_CANDIDATE = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
 _CN_ID_CANDIDATE = re.compile(r"(?<![0-9A-Za-z])(\d{17}[\dXx])(?![0-9A-Za-z])")
 _CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
@@ -63,6 +65,14 @@ _DETECTORS: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("password", lambda text: _PASSWORD.search(text) is not None),
     ("api_key", lambda text: _API_KEY.search(text) is not None),
 )
+
+
+def refuse_sensitive(*texts: str | None) -> None:
+    """Raise SensitiveContent naming the first kind of sensitive data found."""
+    for text in texts:
+        kind = find_sensitive(text or "")
+        if kind is not None:
+            raise SensitiveContent(f"the memory contains sensitive data ({kind}); it was not stored")
 
 
 def find_sensitive(text: str) -> str | None:

@@ -1,10 +1,7 @@
 """Business rules of writing, reading and forgetting memories."""
 
-import hashlib
-import re
-import unicodedata
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
@@ -12,10 +9,9 @@ import numpy as np
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.errors import AppError, NotFound, SensitiveContent, problem_body, problem_of, validation_errors
+from app.core.errors import AppError, NotFound, problem_body, problem_of, validation_errors
 from app.core.settings import Settings
-from app.embeddings.provider import EmbeddingProvider
-from app.memories import repository
+from app.memories import records, repository
 from app.memories.schemas import (
     BatchItemResult,
     MemoryDetail,
@@ -27,25 +23,10 @@ from app.memories.schemas import (
     VersionOut,
     WriteResponse,
 )
-from app.memories.sensitive import find_sensitive
+from app.memories.sensitive import refuse_sensitive
 from app.models import Memory
-
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-
-
-def normalise(content: str) -> str:
-    """Case, width and whitespace folded: the form two writes must share to be 'the same'."""
-    return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
-
-
-def content_hash(content: str) -> str:
-    return hashlib.sha256(normalise(content).encode()).hexdigest()
-
-
-def same_numbers(first: str, second: str) -> bool:
-    """Near-identical texts that differ in a number (8月15日 / 8月16日) are an update, not a repeat."""
-    return sorted(_NUMBER.findall(normalise(first))) == sorted(_NUMBER.findall(normalise(second)))
-
+from app.revisions.operations import review_if_due
+from app.revisions.service import Context, revise_new_memory
 
 @dataclass(slots=True)
 class WriteOutcome:
@@ -57,73 +38,66 @@ class WriteOutcome:
         return WriteResponse(memory=MemoryOut.of(self.memory), deduplicated=self.deduplicated, revisions=self.revisions)
 
 
-def _guard_sensitive(request: MemoryWrite) -> None:
-    for text in (request.content, request.query_hint or ""):
-        kind = find_sensitive(text)
-        if kind is not None:
-            raise SensitiveContent(f"the memory contains sensitive data ({kind}); it was not stored")
-
-
 async def _find_duplicate(
     session: AsyncSession, *, request: MemoryWrite, embedding: np.ndarray, settings: Settings
 ) -> Memory | None:
     exact = await repository.find_active_by_hash(
-        session, namespace=request.namespace, content_hash=content_hash(request.content)
+        session, namespace=request.namespace, content_hash=records.content_hash(request.content)
     )
     if exact is not None:
         return exact
     nearest = await repository.nearest_active(session, namespace=request.namespace, embedding=embedding, limit=1)
     for memory, similarity in nearest:
-        if similarity >= settings.dedup_cosine_threshold and same_numbers(memory.content, request.content):
+        if similarity >= settings.dedup_cosine_threshold and records.same_numbers(memory.content, request.content):
             return memory
     return None
 
 
 def _new_memory(request: MemoryWrite, *, embedding: np.ndarray, model: str) -> Memory:
     now = datetime.now(timezone.utc)
-    created_at = request.created_at or now
-    return Memory(
+    return records.new_memory(
         namespace=request.namespace,
-        key=request.key,
         content=request.content,
-        content_hash=content_hash(request.content),
-        query_hint=request.query_hint,
-        memory_type=request.memory_type,
         embedding=embedding,
         embedding_model=model,
-        embedding_dim=int(embedding.shape[0]),
+        created_at=request.created_at or now,
+        updated_at=now,
+        key=request.key,
+        query_hint=request.query_hint,
+        memory_type=request.memory_type,
         confidence=request.confidence,
         importance=request.importance,
         session_id=request.session_id,
-        source=request.source or {},
-        metadata_=request.metadata or {},
+        source=request.source,
+        metadata=request.metadata,
         ttl_seconds=request.ttl_seconds,
-        expires_at=created_at + timedelta(seconds=request.ttl_seconds) if request.ttl_seconds else None,
-        created_at=created_at,
-        updated_at=now,
     )
 
 
-async def _store(
-    session: AsyncSession, *, request: MemoryWrite, embedding: np.ndarray, embedder: EmbeddingProvider, settings: Settings
-) -> WriteOutcome:
+async def _store(session: AsyncSession, *, request: MemoryWrite, embedding: np.ndarray, context: Context) -> WriteOutcome:
+    """Store (or deduplicate) one memory and run the revision triggers, under the namespace lock."""
     await repository.lock_namespace(session, request.namespace)
-    duplicate = await _find_duplicate(session, request=request, embedding=embedding, settings=settings)
+    duplicate = await _find_duplicate(session, request=request, embedding=embedding, settings=context.settings)
     if duplicate is not None:
         await repository.touch(session, duplicate)
         return WriteOutcome(memory=duplicate, deduplicated=True)
-    memory = await repository.insert(session, _new_memory(request, embedding=embedding, model=embedder.name))
-    await repository.add_version(session, memory, changed_by="api")
-    return WriteOutcome(memory=memory, deduplicated=False)
+    memory = await repository.insert(session, _new_memory(request, embedding=embedding, model=context.embedder.name))
+    await repository.add_version(session, memory, changed_by="api", at=memory.created_at)
+    revisions = await revise_new_memory(session, memory, embedding=embedding, context=context)
+    revisions += await review_if_due(session, namespace=memory.namespace, context=context)
+    await session.refresh(memory)
+    summaries = [
+        RevisionSummary(id=r.id, trigger=r.trigger, decision=r.decision, old_memory_id=r.old_memory_id, status=r.status)
+        for r in revisions
+    ]
+    return WriteOutcome(memory=memory, deduplicated=False, revisions=summaries)
 
 
-async def write(
-    session: AsyncSession, *, request: MemoryWrite, embedder: EmbeddingProvider, settings: Settings
-) -> WriteOutcome:
+async def write(session: AsyncSession, *, request: MemoryWrite, context: Context) -> WriteOutcome:
     """Store one memory, or return the active memory it repeats."""
-    _guard_sensitive(request)
-    embedding = (await embedder.embed_passages([request.content]))[0]
-    return await _store(session, request=request, embedding=embedding, embedder=embedder, settings=settings)
+    refuse_sensitive(request.content, request.query_hint)
+    embedding = (await context.embedder.embed_passages([request.content]))[0]
+    return await _store(session, request=request, embedding=embedding, context=context)
 
 
 def _parse_item(raw: dict[str, Any]) -> MemoryWrite:
@@ -142,7 +116,7 @@ def _parse_item(raw: dict[str, Any]) -> MemoryWrite:
             )
         ) from error
     try:
-        _guard_sensitive(request)
+        refuse_sensitive(request.content, request.query_hint)
     except AppError as error:
         raise _ItemRejected(problem_of(error)) from error
     return request
@@ -154,9 +128,7 @@ class _ItemRejected(Exception):
         self.problem = problem
 
 
-async def write_batch(
-    session: AsyncSession, *, items: list[dict[str, Any]], embedder: EmbeddingProvider, settings: Settings
-) -> list[BatchItemResult]:
+async def write_batch(session: AsyncSession, *, items: list[dict[str, Any]], context: Context) -> list[BatchItemResult]:
     """Write items in order; a rejected item is reported and rejects nothing else."""
     parsed: dict[int, MemoryWrite] = {}
     results: dict[int, BatchItemResult] = {}
@@ -165,11 +137,11 @@ async def write_batch(
             parsed[index] = _parse_item(raw)
         except _ItemRejected as rejected:
             results[index] = BatchItemResult(index=index, status=rejected.problem["status"], error=rejected.problem)
-    embeddings = await embedder.embed_passages([request.content for request in parsed.values()])
+    embeddings = await context.embedder.embed_passages([request.content for request in parsed.values()])
     for (index, request), embedding in zip(parsed.items(), embeddings, strict=True):
         # Each item in its own savepoint: a failure rolls back that item only.
         async with session.begin_nested():
-            outcome = await _store(session, request=request, embedding=embedding, embedder=embedder, settings=settings)
+            outcome = await _store(session, request=request, embedding=embedding, context=context)
         results[index] = BatchItemResult(
             index=index,
             status=200 if outcome.deduplicated else 201,
@@ -203,7 +175,8 @@ async def forget(session: AsyncSession, *, memory_id: UUID) -> None:
     if memory is None:
         raise NotFound(f"no memory with id {memory_id}")
     if memory.status != "deleted":
-        await repository.set_status(session, memory, status="deleted", changed_by="api")
+        memory.status = "deleted"
+        await repository.save_change(session, memory, changed_by="api")
 
 
 async def recent(session: AsyncSession, *, n: int, namespace: str | None) -> list[RecentMemory]:

@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from app.models import Memory
+from app.models import Memory, MemoryRelation, MemoryVersion
 
 RouteRows = list[tuple[UUID, float]]
 # ts_rank without length normalisation (flag 0): on LoCoMo it beat ts_rank_cd and every
@@ -30,6 +30,18 @@ class Scope:
     key_prefix: str | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    # `at` is a past moment to answer for: statuses are read from memory_versions as of then.
+    historical: bool = False
+
+
+def _status_at(memory: type[Memory], at: datetime) -> ColumnElement:
+    return (
+        select(MemoryVersion.status)
+        .where(MemoryVersion.memory_id == memory.id, MemoryVersion.created_at <= at)
+        .order_by(MemoryVersion.version.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
 
 
 def _like_prefix(prefix: str) -> str:
@@ -40,7 +52,7 @@ def _like_prefix(prefix: str) -> str:
 def _in_scope(scope: Scope, memory: type[Memory] = Memory) -> list[ColumnElement[bool]]:
     conditions = [
         memory.namespace.in_(scope.namespaces),
-        memory.status.in_(scope.statuses),
+        (_status_at(memory, scope.at) if scope.historical else memory.status).in_(scope.statuses),
         # Expired memories never come back, whatever the status filter says.
         or_(memory.expires_at.is_(None), memory.expires_at > scope.at),
         memory.created_at <= scope.at,
@@ -165,6 +177,21 @@ async def load(session: AsyncSession, memory_ids: Sequence[UUID], *, embedding: 
     cosine = func.coalesce(1 - Memory.embedding.cosine_distance(embedding), 0.0)
     rows = await session.execute(select(Memory, cosine).where(Memory.id.in_(memory_ids)))
     return {memory.id: (memory, float(similarity)) for memory, similarity in rows.all()}
+
+
+async def coexisting(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, list[UUID]]:
+    """Partners linked to each memory by a COEXIST judgement."""
+    if not memory_ids:
+        return {}
+    statement = select(MemoryRelation.from_memory_id, MemoryRelation.to_memory_id).where(
+        MemoryRelation.type == "coexists",
+        or_(MemoryRelation.from_memory_id.in_(memory_ids), MemoryRelation.to_memory_id.in_(memory_ids)),
+    )
+    partners: dict[UUID, list[UUID]] = {}
+    for first, second in (await session.execute(statement)).all():
+        partners.setdefault(first, []).append(second)
+        partners.setdefault(second, []).append(first)
+    return partners
 
 
 async def record_access(session: AsyncSession, memory_ids: Sequence[UUID], *, at: datetime) -> None:

@@ -171,7 +171,21 @@ def _explain(routes: dict[str, RouteRows], ranked: list[Scored], *, top_k: int, 
     )
 
 
-def _hit(item: Scored) -> SearchHit:
+async def _with_partners(session: AsyncSession, ranked: list[Scored], *, top_k: int) -> list[SearchHit]:
+    """The top k, each followed by its COEXIST partners (both stay true, so they come
+    back together even past the top k)."""
+    top = ranked[:top_k]
+    partners = await repository.coexisting(session, [item.memory.id for item in top])
+    by_id = {item.memory.id: item for item in ranked}
+    chosen: list[Scored] = []
+    for item in top:
+        if item not in chosen:
+            chosen.append(item)
+        chosen += [by_id[p] for p in partners.get(item.memory.id, []) if p in by_id and by_id[p] not in chosen]
+    return [_hit(item, related=partners.get(item.memory.id, [])) for item in chosen]
+
+
+def _hit(item: Scored, *, related: list[UUID]) -> SearchHit:
     parts = item.parts
     return SearchHit(
         memory=MemoryOut.of(item.memory),
@@ -185,6 +199,7 @@ def _hit(item: Scored) -> SearchHit:
         ),
         routes=item.routes,
         superseded_by=item.memory.superseded_by,
+        related=related,
     )
 
 
@@ -215,6 +230,7 @@ async def search(
         key_prefix=request.key_prefix,
         created_after=request.created_after,
         created_before=request.created_before,
+        historical=request.as_of is not None,
     )
     routes, embedding = await _run_routes(read_sessions, scope, request=request, embedder=embedder, settings=settings)
     candidates = _merge(routes)
@@ -226,7 +242,7 @@ async def search(
     memories = {memory_id: memory for memory_id, (memory, _) in loaded.items()}
     weights = effective_weights(request, settings)
     ranked = _score(candidates, memories, relevances, at=at, weights=weights, settings=settings)
-    hits = [_hit(item) for item in ranked[: request.top_k]]
+    hits = await _with_partners(session, ranked, top_k=request.top_k)
     if request.record_access and not request.as_of:
         await repository.record_access(session, [hit.memory.id for hit in hits], at=at)
     response = SearchResponse(

@@ -1,0 +1,67 @@
+"""How a memory row is built from text: normal form, hash, and a new active row."""
+
+import hashlib
+import re
+import unicodedata
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from app.models import Memory
+
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+def normalise(content: str) -> str:
+    """Case, width and whitespace folded: the form two writes must share to be 'the same'."""
+    return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(normalise(content).encode()).hexdigest()
+
+
+def same_numbers(first: str, second: str) -> bool:
+    """Near-identical texts that differ in a number (8月15日 / 8月16日) are an update, not a repeat."""
+    return sorted(_NUMBER.findall(normalise(first))) == sorted(_NUMBER.findall(normalise(second)))
+
+
+def new_memory(
+    *,
+    namespace: str,
+    content: str,
+    embedding: np.ndarray,
+    embedding_model: str,
+    created_at: datetime,
+    updated_at: datetime,
+    key: str | None = None,
+    query_hint: str | None = None,
+    memory_type: str = "semantic",
+    confidence: float = 1.0,
+    importance: float = 0.5,
+    session_id: str | None = None,
+    source: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+    ttl_seconds: int | None = None,
+) -> Memory:
+    return Memory(
+        namespace=namespace,
+        key=key,
+        content=content,
+        content_hash=content_hash(content),
+        query_hint=query_hint,
+        memory_type=memory_type,
+        embedding=embedding,
+        embedding_model=embedding_model,
+        embedding_dim=int(embedding.shape[0]),
+        confidence=confidence,
+        importance=importance,
+        session_id=session_id,
+        source=source or {},
+        metadata_=metadata or {},
+        ttl_seconds=ttl_seconds,
+        expires_at=created_at + timedelta(seconds=ttl_seconds) if ttl_seconds else None,
+        created_at=created_at,
+        updated_at=updated_at,
+    )

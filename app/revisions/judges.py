@@ -1,0 +1,133 @@
+"""The two judges behind one interface: rules (offline default) and an LLM through litellm,
+which falls back to the rules when it fails and says so."""
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from app.core.settings import Settings
+from app.llm.client import ask_json
+from app.revisions.judgement import Candidate, Decision, JudgedMemory, Judgement
+from app.revisions.rules import RuleJudge
+
+
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """One judge call: a judgement per candidate, who judged, and the LLM exchange if any."""
+
+    judgements: list[Judgement]
+    judge: str
+    prompt: str | None = None
+    response: str | None = None
+    note: str | None = None  # e.g. why the LLM's answer was not used
+
+
+class Judge(Protocol):
+    async def rule(self, new: JudgedMemory, candidates: Sequence[Candidate]) -> Ruling: ...
+
+
+class RulesJudge:
+    def __init__(self) -> None:
+        self._rules = RuleJudge()
+
+    async def rule(self, new: JudgedMemory, candidates: Sequence[Candidate]) -> Ruling:
+        return Ruling(judgements=self._rules.judge(new, candidates), judge="rules")
+
+
+SYSTEM_PROMPT = """You keep an AI agent's long-term memory consistent. A NEW memory was just \
+written; decide, for each OLD memory listed, how the new one relates to it:
+- CONFLICT: same subject, the new memory changes or contradicts the old one (the old is outdated).
+- REFINE: same subject, the new memory adds compatible detail; give merged_content, one text \
+keeping every detail of both.
+- COEXIST: related subject, both stay true (e.g. different days of one schedule).
+- UNRELATED: different subjects that merely share words.
+- DUPLICATE: the new memory restates the old one.
+A plan or intention for the future never contradicts a current fact. Judge all old memories \
+together: they give each other context. Answer with JSON only:
+{"judgements": [{"candidate": <number>, "decision": "CONFLICT|REFINE|COEXIST|UNRELATED|DUPLICATE", \
+"confidence": <0..1>, "reason": "<short>", "merged_content": "<REFINE only, else null>"}]}"""
+
+
+class _LLMJudgement(BaseModel):
+    candidate: int = Field(ge=0)
+    decision: Decision
+    confidence: float = Field(ge=0, le=1)
+    reason: str = Field(max_length=2_000)
+    merged_content: str | None = Field(default=None, max_length=20_000)
+
+
+class _LLMAnswer(BaseModel):
+    judgements: list[_LLMJudgement]
+
+
+def _user_prompt(new: JudgedMemory, candidates: Sequence[Candidate]) -> str:
+    return json.dumps(
+        {
+            "new": {"content": new.content, "key": new.key, "written_at": new.created_at.isoformat()},
+            "old": [
+                {
+                    "candidate": index,
+                    "content": candidate.memory.content,
+                    "key": candidate.memory.key,
+                    "written_at": candidate.memory.created_at.isoformat(),
+                    "similarity": round(candidate.similarity, 3),
+                }
+                for index, candidate in enumerate(candidates)
+            ],
+        },
+        ensure_ascii=False,
+    )
+
+
+class LLMJudge:
+    def __init__(self, *, model: str, timeout_seconds: float, retries: int, fallback: Judge) -> None:
+        self._model = model
+        self._timeout = timeout_seconds
+        self._retries = retries
+        self._fallback = fallback
+
+    async def rule(self, new: JudgedMemory, candidates: Sequence[Candidate]) -> Ruling:
+        exchange = await ask_json(
+            model=self._model,
+            system=SYSTEM_PROMPT,
+            user=_user_prompt(new, candidates),
+            schema=_LLMAnswer,
+            timeout_seconds=self._timeout,
+            retries=self._retries,
+        )
+        error = exchange.error
+        if exchange.answer is not None:
+            by_candidate = {item.candidate: item for item in exchange.answer.judgements}
+            if set(by_candidate) == set(range(len(candidates))):
+                judgements = [
+                    Judgement(
+                        memory_id=candidate.memory.id,
+                        decision=by_candidate[index].decision,
+                        confidence=by_candidate[index].confidence,
+                        reason=by_candidate[index].reason,
+                        merged_content=by_candidate[index].merged_content if by_candidate[index].decision == "REFINE" else None,
+                    )
+                    for index, candidate in enumerate(candidates)
+                ]
+                return Ruling(judgements, judge=f"llm:{self._model}", prompt=exchange.prompt, response=exchange.response)
+            error = f"answer judged candidates {sorted(by_candidate)}, expected 0..{len(candidates) - 1}"
+        fallback = await self._fallback.rule(new, candidates)
+        return Ruling(
+            fallback.judgements,
+            judge=fallback.judge,
+            prompt=exchange.prompt,
+            response=exchange.response,
+            note=f"llm:{self._model} gave no usable answer ({error}); the rule judge decided",
+        )
+
+
+def build_judge(settings: Settings) -> Judge:
+    rules = RulesJudge()
+    if not settings.llm_model:
+        return rules
+    return LLMJudge(
+        model=settings.llm_model, timeout_seconds=settings.llm_timeout_seconds, retries=settings.llm_retries, fallback=rules
+    )

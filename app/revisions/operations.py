@@ -1,0 +1,161 @@
+"""Revision calls made on purpose: explicit revise, pending apply/dismiss, rollback, review."""
+
+from datetime import datetime, timezone
+from uuid import UUID
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.errors import Conflict, NotFound, VersionConflict
+from app.memories import records
+from app.memories import repository as memories
+from app.memories.sensitive import refuse_sensitive
+from app.models import Memory, RevisionLog
+from app.revisions import repository
+from app.revisions.service import Context, apply, judge_and_apply, tag, triggered
+
+_writes_since_review: dict[str, int] = {}
+
+
+async def _memory(session: AsyncSession, memory_id: UUID | None) -> Memory:
+    memory = await memories.get(session, memory_id, for_update=True) if memory_id else None
+    if memory is None:
+        raise NotFound(f"no memory with id {memory_id}")
+    return memory
+
+
+async def _revision(session: AsyncSession, revision_id: UUID) -> RevisionLog:
+    revision = await repository.get(session, revision_id, for_update=True)
+    if revision is None:
+        raise NotFound(f"no revision with id {revision_id}")
+    return revision
+
+
+async def revise(
+    session: AsyncSession, *, memory_id: UUID, content: str, expected_version: int, reason: str | None, context: Context
+) -> tuple[Memory, RevisionLog]:
+    """Replace a memory's content in place; refused (409) unless the caller saw its latest version."""
+    refuse_sensitive(content)
+    memory = await memories.get(session, memory_id)
+    if memory is None:
+        raise NotFound(f"no memory with id {memory_id}")
+    await memories.lock_namespace(session, memory.namespace)
+    await session.refresh(memory)
+    if memory.version != expected_version:
+        raise VersionConflict(f"memory {memory_id} is at version {memory.version}, not {expected_version}")
+    if memory.status not in ("active", "uncertain"):
+        raise Conflict(f"memory {memory_id} is {memory.status}; only active memories can be revised")
+    embedding = (await context.embedder.embed_passages([content]))[0]
+    now = datetime.now(timezone.utc)
+    revision = await repository.add(
+        session,
+        namespace=memory.namespace,
+        trigger="manual",
+        new_memory_id=memory.id,
+        old_memory_id=memory.id,
+        new_content=content,
+        decision="CONFLICT",
+        reason=reason or "revised through the API",
+        confidence=1.0,
+        judge="api",
+        status="applied",
+        resolved_at=now,
+    )
+    memory.content, memory.content_hash = content, records.content_hash(content)
+    memory.embedding, memory.embedding_model = embedding, context.embedder.name
+    memory.lexemes = memories.lexeme_vector(content)
+    memory.revised_at = now
+    await memories.save_change(session, memory, changed_by=tag(revision), at=now)
+    await session.refresh(memory)
+    return memory, revision
+
+
+async def _release_if_settled(session: AsyncSession, memory: Memory, revision: RevisionLog) -> None:
+    """An uncertain memory becomes active again once no judgement about it is pending."""
+    if memory.status == "uncertain" and not await repository.pending_for(session, memory.id, exclude=revision.id):
+        memory.status = "active"
+        await memories.save_change(session, memory, changed_by=tag(revision), at=datetime.now(timezone.utc))
+
+
+async def resolve_pending(
+    session: AsyncSession, *, revision_id: UUID, accept: bool, context: Context
+) -> RevisionLog:
+    """Apply (accept) or dismiss a judgement that was held back for low confidence."""
+    revision = await _revision(session, revision_id)
+    if revision.status != "pending":
+        raise Conflict(f"revision {revision_id} is {revision.status}, not pending")
+    await memories.lock_namespace(session, revision.namespace)
+    new = await _memory(session, revision.new_memory_id)
+    old = await _memory(session, revision.old_memory_id)
+    if accept:
+        await apply(session, revision, new, old, context=context)
+    else:
+        revision.status, revision.resolved_at = "dismissed", datetime.now(timezone.utc)
+    await _release_if_settled(session, new, revision)
+    await session.flush()
+    return revision
+
+
+async def rollback(session: AsyncSession, *, revision_id: UUID, context: Context) -> tuple[RevisionLog, list[Memory]]:
+    """Put every memory the revision touched back exactly as it was before it, from
+    memory_versions; memories the revision created are deleted (kept in history)."""
+    revision = await _revision(session, revision_id)
+    if revision.status == "rolled_back":
+        raise Conflict(f"revision {revision_id} is already rolled back")
+    await memories.lock_namespace(session, revision.namespace)
+    first_change: dict[UUID, int] = {}
+    for version in await repository.versions_written_by(session, tag(revision)):
+        first_change.setdefault(version.memory_id, version.version)
+    now = datetime.now(timezone.utc)
+    restored = []
+    for memory_id, version in first_change.items():
+        memory = await _memory(session, memory_id)
+        before = await repository.version_before(session, memory_id, version)
+        if before is None:
+            memory.status = "deleted"
+        elif memories.restore_snapshot(memory, before.snapshot):
+            memory.embedding = (await context.embedder.embed_passages([memory.content]))[0]
+            memory.embedding_model = context.embedder.name
+        await memories.save_change(session, memory, changed_by=f"rollback:{revision.id}", at=now)
+        restored.append(memory)
+    await repository.unlink_revision(session, revision.id)
+    revision.status, revision.resolved_at = "rolled_back", now
+    await session.flush()
+    for memory in restored:
+        await session.refresh(memory)
+    return revision, restored
+
+
+async def review(
+    session: AsyncSession, *, namespace: str, since: datetime | None, limit: int, context: Context
+) -> tuple[list[RevisionLog], int]:
+    """Periodic trigger: judge the namespace's recent memories against older ones, in one pass."""
+    await memories.lock_namespace(session, namespace)
+    recent = await repository.recent_revisable(session, namespace=namespace, since=since, limit=limit)
+    revisions: list[RevisionLog] = []
+    for memory in reversed(recent):  # oldest first, as they were written
+        await session.refresh(memory)
+        if memory.status != "active":
+            continue  # superseded earlier in this pass
+        embedding = await memories.embedding_of(session, memory.id)
+        if embedding is None:
+            continue
+        candidates = await triggered(session, memory, embedding=embedding, context=context, exclude=[], periodic=True)
+        revisions += await judge_and_apply(session, memory, candidates, context=context)
+    _writes_since_review[namespace] = 0
+    return revisions, len(recent)
+
+
+async def listing(session: AsyncSession, *, namespace: str | None, status: str | None, limit: int) -> list[RevisionLog]:
+    return await repository.listing(session, namespace=namespace, status=status, limit=limit)
+
+
+async def review_if_due(session: AsyncSession, *, namespace: str, context: Context) -> list[RevisionLog]:
+    """Every N writes to a namespace (settings.review_every_writes) run a review."""
+    every = context.settings.review_every_writes
+    if not every:
+        return []
+    _writes_since_review[namespace] = _writes_since_review.get(namespace, 0) + 1
+    if _writes_since_review[namespace] < every:
+        return []
+    revisions, _ = await review(session, namespace=namespace, since=None, limit=context.settings.review_batch, context=context)
+    return revisions

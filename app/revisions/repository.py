@@ -1,0 +1,108 @@
+"""SQL of revisions: the log, relations, candidates and the versions a revision wrote."""
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Memory, MemoryRelation, MemoryVersion, RevisionLog
+
+REVISABLE_TYPES = ("semantic", "working")
+
+
+async def active_with_key(session: AsyncSession, *, namespace: str, key: str, exclude: UUID) -> list[Memory]:
+    statement = select(Memory).where(
+        Memory.namespace == namespace,
+        Memory.key == key,
+        Memory.status.in_(("active", "uncertain")),
+        Memory.id != exclude,
+    )
+    return list((await session.execute(statement)).scalars())
+
+
+async def add(session: AsyncSession, **fields: Any) -> RevisionLog:
+    revision = RevisionLog(**fields)
+    session.add(revision)
+    await session.flush()
+    await session.refresh(revision)
+    return revision
+
+
+async def get(session: AsyncSession, revision_id: UUID, *, for_update: bool = False) -> RevisionLog | None:
+    statement = select(RevisionLog).where(RevisionLog.id == revision_id)
+    if for_update:
+        statement = statement.with_for_update()
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def listing(
+    session: AsyncSession, *, namespace: str | None, status: str | None, limit: int
+) -> list[RevisionLog]:
+    statement = select(RevisionLog).order_by(RevisionLog.created_at.desc()).limit(limit)
+    if namespace is not None:
+        statement = statement.where(RevisionLog.namespace == namespace)
+    if status is not None:
+        statement = statement.where(RevisionLog.status == status)
+    return list((await session.execute(statement)).scalars())
+
+
+async def pending_for(session: AsyncSession, memory_id: UUID, *, exclude: UUID) -> int:
+    statement = select(func.count()).select_from(RevisionLog).where(
+        RevisionLog.new_memory_id == memory_id, RevisionLog.status == "pending", RevisionLog.id != exclude
+    )
+    return int(await session.scalar(statement) or 0)
+
+
+async def link(session: AsyncSession, *, source: UUID, target: UUID, kind: str, revision_id: UUID | None) -> None:
+    """Add an edge; an edge that already exists is kept as it is."""
+    statement = (
+        insert(MemoryRelation)
+        .values(from_memory_id=source, to_memory_id=target, type=kind, revision_id=revision_id)
+        .on_conflict_do_nothing(constraint="uq_memory_relations_edge")
+    )
+    await session.execute(statement)
+
+
+async def judged_against(session: AsyncSession, memory_id: UUID) -> set[UUID]:
+    """Older memories this memory has already been judged against."""
+    statement = select(RevisionLog.old_memory_id).where(
+        RevisionLog.new_memory_id == memory_id, RevisionLog.old_memory_id.is_not(None)
+    )
+    return set((await session.execute(statement)).scalars())
+
+
+async def unlink_revision(session: AsyncSession, revision_id: UUID) -> None:
+    await session.execute(delete(MemoryRelation).where(MemoryRelation.revision_id == revision_id))
+
+
+async def versions_written_by(session: AsyncSession, tag: str) -> list[MemoryVersion]:
+    statement = select(MemoryVersion).where(MemoryVersion.changed_by == tag).order_by(MemoryVersion.id)
+    return list((await session.execute(statement)).scalars())
+
+
+async def version_before(session: AsyncSession, memory_id: UUID, version: int) -> MemoryVersion | None:
+    statement = (
+        select(MemoryVersion)
+        .where(MemoryVersion.memory_id == memory_id, MemoryVersion.version < version)
+        .order_by(MemoryVersion.version.desc())
+        .limit(1)
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def recent_revisable(
+    session: AsyncSession, *, namespace: str, since: datetime | None, limit: int
+) -> list[Memory]:
+    statement = (
+        select(Memory)
+        .where(Memory.namespace == namespace, Memory.status == "active", Memory.memory_type.in_(REVISABLE_TYPES))
+        .order_by(Memory.created_at.desc())
+        .limit(limit)
+    )
+    if since is not None:
+        statement = statement.where(Memory.created_at >= since)
+    return list((await session.execute(statement)).scalars())

@@ -1,0 +1,92 @@
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Path, Query
+
+from app.core.database import SessionDep
+from app.memories.schemas import MemoryOut
+from app.revisions import operations
+from app.revisions.dependencies import RevisionContextDep
+from app.revisions.schemas import (
+    ReviewRequest,
+    ReviewResponse,
+    ReviseRequest,
+    ReviseResponse,
+    RevisionDebug,
+    RevisionDebugList,
+    RevisionList,
+    RevisionOut,
+    RevisionStatus,
+    RollbackResponse,
+)
+
+router = APIRouter(tags=["revisions"])
+
+RevisionID = Annotated[UUID, Path(description="The revision's id.")]
+
+
+@router.post("/v1/memories/{memory_id}/revise", response_model=ReviseResponse)
+async def revise_memory(
+    memory_id: Annotated[UUID, Path()], body: ReviseRequest, session: SessionDep, context: RevisionContextDep
+) -> ReviseResponse:
+    """Correct a memory's content; 409 if `expected_version` is not its current version."""
+    memory, revision = await operations.revise(
+        session,
+        memory_id=memory_id,
+        content=body.content,
+        expected_version=body.expected_version,
+        reason=body.reason,
+        context=context,
+    )
+    return ReviseResponse(memory=MemoryOut.of(memory), revision=RevisionOut.of(revision))
+
+
+@router.post("/v1/review", response_model=ReviewResponse)
+async def review_namespace(body: ReviewRequest, session: SessionDep, context: RevisionContextDep) -> ReviewResponse:
+    """Scan a namespace's recent memories for inconsistencies with older ones, in one batch."""
+    revisions, checked = await operations.review(
+        session, namespace=body.namespace, since=body.since, limit=body.limit, context=context
+    )
+    return ReviewResponse(revisions=[RevisionOut.of(revision) for revision in revisions], checked=checked)
+
+
+@router.get("/v1/revisions", response_model=RevisionList)
+async def list_revisions(
+    session: SessionDep,
+    namespace: Annotated[str | None, Query(max_length=200)] = None,
+    status: RevisionStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=1_000)] = 100,
+) -> RevisionList:
+    """Revisions, newest first; `status=pending` lists the judgements waiting for a decision."""
+    revisions = await operations.listing(session, namespace=namespace, status=status, limit=limit)
+    return RevisionList(revisions=[RevisionOut.of(revision) for revision in revisions])
+
+
+@router.post("/v1/revisions/{revision_id}/apply", response_model=RevisionOut)
+async def apply_revision(revision_id: RevisionID, session: SessionDep, context: RevisionContextDep) -> RevisionOut:
+    """Apply a pending judgement."""
+    return RevisionOut.of(await operations.resolve_pending(session, revision_id=revision_id, accept=True, context=context))
+
+
+@router.post("/v1/revisions/{revision_id}/dismiss", response_model=RevisionOut)
+async def dismiss_revision(revision_id: RevisionID, session: SessionDep, context: RevisionContextDep) -> RevisionOut:
+    """Dismiss a pending judgement; the memories stay as they are."""
+    return RevisionOut.of(await operations.resolve_pending(session, revision_id=revision_id, accept=False, context=context))
+
+
+@router.post("/v1/revisions/{revision_id}/rollback", response_model=RollbackResponse)
+async def rollback_revision(revision_id: RevisionID, session: SessionDep, context: RevisionContextDep) -> RollbackResponse:
+    """Undo a revision: every memory it changed is restored exactly, from its versions."""
+    revision, restored = await operations.rollback(session, revision_id=revision_id, context=context)
+    return RollbackResponse(revision=RevisionOut.of(revision), memories=[MemoryOut.of(memory) for memory in restored])
+
+
+@router.get("/debug/revisions", response_model=RevisionDebugList)
+async def debug_revisions(
+    session: SessionDep,
+    n: Annotated[int, Query(ge=1, le=500)] = 50,
+    namespace: Annotated[str | None, Query(max_length=200)] = None,
+) -> RevisionDebugList:
+    """The revision log with each judge's full input and output."""
+    revisions = await operations.listing(session, namespace=namespace, status=None, limit=n)
+    return RevisionDebugList(revisions=[RevisionDebug.model_validate(r, from_attributes=True) for r in revisions])

@@ -1,0 +1,80 @@
+"""Shapes of the revision calls (SPEC section 11)."""
+
+from datetime import datetime
+from typing import Literal, Self
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from app.memories.schemas import MemoryOut, Namespace
+from app.models import RevisionLog
+
+RevisionStatus = Literal["applied", "pending", "dismissed", "rolled_back", "logged"]
+
+
+class RevisionOut(BaseModel):
+    id: UUID
+    namespace: str
+    trigger: str
+    decision: str
+    status: RevisionStatus
+    new_memory_id: UUID | None
+    old_memory_id: UUID | None
+    merged_memory_id: UUID | None
+    similarity: float | None
+    confidence: float
+    reason: str
+    merged_content: str | None
+    new_content: str | None
+    judge: str
+    note: str | None
+    created_at: datetime
+    resolved_at: datetime | None
+
+    @classmethod
+    def of(cls, revision: RevisionLog) -> Self:
+        return cls.model_validate(revision, from_attributes=True)
+
+
+class RevisionDebug(RevisionOut):
+    llm_prompt: str | None
+    llm_response: str | None
+
+
+class ReviseRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, max_length=8_000, description="The corrected content.")
+    expected_version: int = Field(ge=1, description="The version you read; a newer one means someone else changed it (409).")
+    reason: str | None = Field(default=None, max_length=2_000)
+
+
+class ReviseResponse(BaseModel):
+    memory: MemoryOut
+    revision: RevisionOut
+
+
+class ReviewRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: Namespace
+    since: AwareDatetime | None = None
+    limit: int = Field(default=50, ge=1, le=1_000)
+
+
+class ReviewResponse(BaseModel):
+    revisions: list[RevisionOut]
+    checked: int
+
+
+class RevisionList(BaseModel):
+    revisions: list[RevisionOut]
+
+
+class RevisionDebugList(BaseModel):
+    revisions: list[RevisionDebug]
+
+
+class RollbackResponse(BaseModel):
+    revision: RevisionOut
+    memories: list[MemoryOut]

@@ -1,0 +1,317 @@
+"""Revision in hindsight: when a write changes what older memories mean, find them
+(triggers), ask a judge, and supersede, merge or link them, with every step logged and
+reversible.
+
+Every change a revision makes is recorded in memory_versions with changed_by
+"revision:<id>" and takes effect at the triggering memory's own time, so `as_of` search and
+rollback can replay history exactly.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from uuid import UUID
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.errors import VersionConflict
+from app.core.settings import Settings
+from app.embeddings.provider import EmbeddingProvider
+from app.memories import records
+from app.memories import repository as memories
+from app.models import Memory, RevisionLog
+from app.revisions import repository
+from app.revisions.judgement import Candidate, JudgedMemory, Judgement
+from app.revisions.judges import Judge, Ruling
+from app.revisions.rules import merge
+from app.revisions.text_signals import correction_cue, is_future_plan
+
+ACTIONS = ("CONFLICT", "REFINE", "DUPLICATE")
+_STALE_RETRIES = 3
+
+
+def tag(revision: RevisionLog) -> str:
+    return f"revision:{revision.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Triggered:
+    memory: Memory
+    similarity: float
+    trigger: str  # "strong" | "weak" | "periodic"
+
+
+@dataclass(slots=True)
+class Context:
+    """What a revision run needs besides the session."""
+
+    judge: Judge
+    embedder: EmbeddingProvider
+    settings: Settings
+
+
+def _judged(memory: Memory) -> JudgedMemory:
+    return JudgedMemory(
+        id=memory.id, content=memory.content, memory_type=memory.memory_type, key=memory.key, created_at=memory.created_at
+    )
+
+
+def _cooling(memory: Memory, *, at: datetime, settings: Settings) -> bool:
+    return memory.revised_at is not None and abs(at - memory.revised_at) < timedelta(
+        seconds=settings.revision_cooldown_seconds
+    )
+
+
+async def _change(
+    session: AsyncSession, memory: Memory, mutate: Callable[[Memory], bool], *, changed_by: str, at: datetime
+) -> bool:
+    """Apply `mutate` (which says whether it still applies) and save; on a concurrent change
+    re-read the memory and try again."""
+    for attempt in range(_STALE_RETRIES):
+        try:
+            async with session.begin_nested():
+                if not mutate(memory):
+                    return False
+                await memories.save_change(session, memory, changed_by=changed_by, at=at)
+            return True
+        except VersionConflict:
+            await session.refresh(memory)
+            if attempt == _STALE_RETRIES - 1:
+                raise
+    return False
+
+
+def _supersede(new: Memory, *, at: datetime) -> Callable[[Memory], bool]:
+    def mutate(old: Memory) -> bool:
+        if old.status not in ("active", "uncertain"):
+            return False
+        old.status, old.superseded_by, old.revised_at = "superseded", new.id, at
+        return True
+
+    return mutate
+
+
+def _hold_for_review(memory: Memory) -> bool:
+    if memory.status != "active":
+        return False
+    memory.status = "uncertain"
+    return True
+
+
+def _set(**fields) -> Callable[[Memory], bool]:
+    def mutate(memory: Memory) -> bool:
+        for name, value in fields.items():
+            setattr(memory, name, value)
+        return True
+
+    return mutate
+
+
+async def _log(session: AsyncSession, new: Memory, *, trigger: str, status: str, **fields) -> RevisionLog:
+    return await repository.add(
+        session, namespace=new.namespace, trigger=trigger, new_memory_id=new.id, new_content=new.content, status=status, **fields
+    )
+
+
+# --- actions -----------------------------------------------------------------------------
+
+
+async def _apply_conflict(session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime) -> None:
+    if await _change(session, old, _supersede(new, at=at), changed_by=tag(revision), at=at):
+        await _change(session, new, _set(supersedes=old.id, revised_at=at), changed_by=tag(revision), at=at)
+        await repository.link(session, source=new.id, target=old.id, kind="supersedes", revision_id=revision.id)
+
+
+async def _apply_duplicate(session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime) -> None:
+    """Keep the established memory; the restatement is folded into it."""
+    if await _change(session, new, _supersede(old, at=at), changed_by=tag(revision), at=at):
+        await _change(session, old, _set(revised_at=at), changed_by=tag(revision), at=at)
+        await repository.link(session, source=old.id, target=new.id, kind="supersedes", revision_id=revision.id)
+
+
+async def _apply_refine(
+    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime, context: Context
+) -> None:
+    """One merged memory replaces both."""
+    content = revision.merged_content or merge(old.content, new.content)
+    embedding = (await context.embedder.embed_passages([content]))[0]
+    merged = records.new_memory(
+        namespace=new.namespace,
+        content=content,
+        embedding=embedding,
+        embedding_model=context.embedder.name,
+        created_at=at,
+        updated_at=datetime.now(timezone.utc),
+        key=new.key or old.key,
+        memory_type=new.memory_type if new.memory_type == old.memory_type else "semantic",
+        confidence=max(new.confidence, old.confidence),
+        importance=max(new.importance, old.importance),
+        session_id=new.session_id,
+        source={"revision_id": str(revision.id)},
+        metadata={**old.metadata_, **new.metadata_},
+    )
+    merged.supersedes = old.id
+    merged.revised_at = at
+    merged = await memories.insert(session, merged)
+    await memories.add_version(session, merged, changed_by=tag(revision), at=at)
+    revision.merged_memory_id = merged.id
+    revision.merged_content = content
+    for replaced in (old, new):
+        if await _change(session, replaced, _supersede(merged, at=at), changed_by=tag(revision), at=at):
+            await repository.link(session, source=merged.id, target=replaced.id, kind="refines", revision_id=revision.id)
+
+
+async def apply(
+    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, context: Context
+) -> None:
+    at = new.created_at
+    if revision.decision == "CONFLICT":
+        await _apply_conflict(session, revision, new, old, at=at)
+    elif revision.decision == "DUPLICATE":
+        await _apply_duplicate(session, revision, new, old, at=at)
+    elif revision.decision == "REFINE":
+        await _apply_refine(session, revision, new, old, at=at, context=context)
+    elif revision.decision == "COEXIST":
+        await repository.link(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
+    revision.status = "applied" if revision.decision != "UNRELATED" else "logged"
+    revision.resolved_at = datetime.now(timezone.utc)
+    await session.flush()
+
+
+# --- triggers and judgement ------------------------------------------------------------------
+
+
+async def _same_key(session: AsyncSession, new: Memory, *, context: Context) -> list[RevisionLog]:
+    """A newer memory with the key of an active one replaces it, no judge asked."""
+    if not new.key:
+        return []
+    revisions = []
+    for old in await repository.active_with_key(session, namespace=new.namespace, key=new.key, exclude=new.id):
+        episodic = old.memory_type == "episodic"
+        revision = await _log(
+            session,
+            new,
+            trigger="same_key",
+            status="pending",
+            old_memory_id=old.id,
+            similarity=None,
+            decision="COEXIST" if episodic else "CONFLICT",
+            reason="same key" + ("; an episodic memory is history and is linked, not superseded" if episodic else ""),
+            confidence=1.0,
+            judge="rules",
+        )
+        await apply(session, revision, new, old, context=context)
+        revisions.append(revision)
+    return revisions
+
+
+async def triggered(
+    session: AsyncSession,
+    new: Memory,
+    *,
+    embedding: np.ndarray,
+    context: Context,
+    exclude: list[UUID],
+    periodic: bool = False,
+) -> list[Triggered]:
+    """The nearest active semantic/working memories of the namespace worth judging: above the
+    strong threshold, or, when the new text carries a correction cue, the nearest few. A
+    periodic review looks only at memories older than the one it checks."""
+    settings = context.settings
+    wanted = max(settings.strong_trigger_candidates, settings.weak_trigger_candidates)
+    nearest = await memories.nearest_active(
+        session,
+        namespace=new.namespace,
+        embedding=embedding,
+        limit=wanted,
+        exclude=[new.id, *exclude],
+        memory_types=repository.REVISABLE_TYPES,
+        created_before=new.created_at if periodic else None,
+    )
+    cue = correction_cue(new.content)
+    judged_before = await repository.judged_against(session, new.id)
+    chosen: list[Triggered] = []
+    for rank, (memory, similarity) in enumerate(nearest):
+        if memory.id in judged_before or _cooling(memory, at=new.created_at, settings=settings):
+            continue
+        if rank < settings.strong_trigger_candidates and similarity >= settings.strong_trigger_threshold:
+            chosen.append(Triggered(memory, similarity, "periodic" if periodic else "strong"))
+        elif cue and rank < settings.weak_trigger_candidates and similarity >= settings.weak_trigger_floor:
+            chosen.append(Triggered(memory, similarity, "periodic" if periodic else "weak"))
+    return chosen
+
+
+def _guarded(judgement: Judgement, new: Memory, old: Memory) -> tuple[Judgement, str | None]:
+    """Rails no judge may cross: history is never superseded, plans never replace facts."""
+    if judgement.decision not in ACTIONS:
+        return judgement, None
+    if old.memory_type == "episodic":
+        reason = "an episodic memory is history: linked, not superseded"
+    elif is_future_plan(new.content) and not is_future_plan(old.content):
+        reason = "a plan for the future does not replace a current fact"
+    else:
+        return judgement, None
+    softened = Judgement(memory_id=judgement.memory_id, decision="COEXIST", confidence=judgement.confidence, reason=judgement.reason)
+    return softened, reason
+
+
+async def judge_and_apply(
+    session: AsyncSession, new: Memory, triggered: list[Triggered], *, context: Context
+) -> list[RevisionLog]:
+    if not triggered:
+        return []
+    ruling: Ruling = await context.judge.rule(
+        _judged(new), [Candidate(memory=_judged(item.memory), similarity=item.similarity) for item in triggered]
+    )
+    threshold = context.settings.revision_confidence_threshold
+    # A restatement folds the new memory away: nothing else it said needs acting on, and of
+    # several merges only the surest is made (one merged memory per write).
+    by_confidence = sorted(zip(triggered, ruling.judgements, strict=True), key=lambda pair: -pair[1].confidence)
+    acted = False
+    revisions = []
+    for item, judgement in by_confidence:
+        judgement, softened = _guarded(judgement, new, item.memory)
+        confident = judgement.confidence >= threshold
+        takes_action = judgement.decision in ACTIONS
+        notes = [note for note in (ruling.note, softened) if note]
+        if takes_action and acted:
+            notes.append("the new memory was already folded into another")
+        revision = await _log(
+            session,
+            new,
+            trigger=item.trigger,
+            status="pending",
+            old_memory_id=item.memory.id,
+            similarity=item.similarity,
+            decision=judgement.decision,
+            reason=judgement.reason,
+            confidence=judgement.confidence,
+            merged_content=judgement.merged_content,
+            judge=ruling.judge,
+            llm_prompt=ruling.prompt,
+            llm_response=ruling.response,
+            note="; ".join(notes) or None,
+        )
+        revisions.append(revision)
+        if takes_action and acted:
+            revision.status = "logged"
+        elif takes_action and not confident:
+            await _change(session, new, _hold_for_review, changed_by=tag(revision), at=new.created_at)
+        else:
+            await apply(session, revision, new, item.memory, context=context)
+            acted = acted or takes_action
+    await session.flush()
+    return revisions
+
+
+async def revise_new_memory(
+    session: AsyncSession, new: Memory, *, embedding: np.ndarray, context: Context
+) -> list[RevisionLog]:
+    """Run every write-time trigger for a memory just stored (the namespace lock is held)."""
+    if new.source.get("revision_id"):
+        return []  # a revision's own output never re-triggers revision
+    revisions = await _same_key(session, new, context=context)
+    replaced = [revision.old_memory_id for revision in revisions if revision.old_memory_id]
+    candidates = await triggered(session, new, embedding=embedding, context=context, exclude=replaced)
+    return revisions + await judge_and_apply(session, new, candidates, context=context)

@@ -1,0 +1,201 @@
+"""Typed values in a memory's text: times, dates, weekdays, money,
+versions, quantities, codes and quoted names, in English and Chinese.
+
+Two memories about one subject that hold different values of one kind
+(Tuesday / Thursday, $399 / $329) cannot both be current.
+"""
+
+import re
+from collections.abc import Callable
+
+Value = tuple[str, str]
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+# Words that follow a number without being its unit ("7 on May 3").
+_NOT_UNITS = frozenset(
+    "a an the on at in of and or to for with by from is are was were am pm as than".split()
+)
+
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100,
+}
+_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5,
+              "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_NUM = r"\d+(?:\.\d+)?|[零一二两三四五六七八九十百千万]+"
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+           "nov", "dec")
+_MONTH_RE = (r"(Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?"
+             r"|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
+_WEEKDAYS = {"mon": "1", "tue": "2", "wed": "3", "thu": "4", "fri": "5",
+             "sat": "6", "sun": "7"}
+_ZH_WEEKDAYS = {"一": "1", "二": "2", "三": "3", "四": "4", "五": "5", "六": "6",
+                "日": "7", "天": "7"}
+_ZH_DAYPART_PM = ("下午", "晚上", "傍晚", "夜里")
+_ZH_UNITS = ("个", "次", "秒", "分钟", "小时", "天", "周", "月", "年", "岁", "楼", "层",
+             "杯", "斤", "公斤", "公里", "米", "件", "台", "只", "条", "张", "本", "页",
+             "人", "分", "元", "块", "倍", "遍", "套", "间", "辆")
+# 一只 / 一台 read as the article "a", not as a count.
+_ZH_ARTICLE = re.compile(r"^一(?:个|只|台|辆|名|家|位|件|条|张|本|套|间)$")
+
+
+def zh_number(text: str) -> float | None:
+    """Value of an Arabic or Chinese numeral (up to the thousands)."""
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        return float(text)
+    total, current = 0, 0
+    for char in text:
+        if char in _ZH_DIGITS:
+            current = _ZH_DIGITS[char]
+        elif char in "十百千万":
+            scale = {"十": 10, "百": 100, "千": 1000, "万": 10000}[char]
+            total += (current or 1) * scale
+            current = 0
+        else:
+            return None
+    return float(total + current)
+
+
+def _num(text: str) -> str:
+    value = _NUMBER_WORDS.get(text.lower())
+    number = float(value) if value is not None else zh_number(text)
+    if number is None:
+        return text
+    return str(int(number)) if number == int(number) else str(number)
+
+
+def _clock(hour: int, minute: int) -> str:
+    return f"{hour % 24:02d}:{minute:02d}"
+
+
+class _Extractor:
+    """Pulls typed values out of a text, blanking each match so later
+    patterns cannot read the same characters twice."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.values: set[Value] = set()
+
+    def take(self, pattern: str, to_value: Callable[[re.Match], Value | None], flags: int = 0) -> None:
+        def replace(match: re.Match) -> str:
+            value = to_value(match)
+            if value is not None:
+                self.values.add(value)
+                return " | " if not _CJK.search(match.group(0)) else "|"
+            return match.group(0)
+
+        self.text = re.sub(pattern, replace, self.text, flags=flags)
+
+
+def _en_time(match: re.Match) -> Value:
+    hour, minute = int(match.group(1)), int(match.group(2) or 0)
+    if match.group(3).lower().startswith("p") and hour < 12:
+        hour += 12
+    if match.group(3).lower().startswith("a") and hour == 12:
+        hour = 0
+    return ("time", _clock(hour, minute))
+
+
+def _en_date(month: str, day: str | None) -> Value:
+    return ("date", f"{_MONTHS.index(month[:3].lower()) + 1}-{day or '?'}")
+
+
+def _en_quantity(match: re.Match) -> Value:
+    unit = re.sub(r"ies$", "y", match.group(2).lower())
+    unit = unit[:-1] if unit.endswith("s") and not unit.endswith("ss") else unit
+    if unit in _NOT_UNITS or len(unit) < 2:
+        return ("num", _num(match.group(1)))
+    return (f"qty:{unit}", _num(match.group(1)))
+
+
+def _version(match: re.Match) -> Value | None:
+    name = match.group(1)
+    if not re.search(r"[A-Z]", name) or name[:3].lower() in _MONTHS:
+        return None
+    return (f"version:{name.lower()}", match.group(2))
+
+
+def _extract_en(ex: _Extractor) -> None:
+    ex.take(r"\+?\d[\d \-]{6,}\d", lambda m: ("longnum", re.sub(r"\D", "", m.group(0))))
+    ex.take(r"[$€£¥]\s?(\d[\d,]*(?:\.\d+)?)",
+            lambda m: ("money", m.group(1).replace(",", "")))
+    ex.take(r"\b(\d[\d,]*(?:\.\d+)?)\s?(?:dollars|usd|euros?|eur|yuan|rmb)\b",
+            lambda m: ("money", m.group(1).replace(",", "")), re.IGNORECASE)
+    ex.take(r"(\d+(?:\.\d+)?)\s?%", lambda m: ("percent", m.group(1)))
+    ex.take(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?", _en_time, re.IGNORECASE)
+    ex.take(r"\b(\d{1,2}):(\d{2})\b",
+            lambda m: ("time", _clock(int(m.group(1)), int(m.group(2)))))
+    ex.take(r"\b(noon|midnight)\b",
+            lambda m: ("time", "12:00" if m.group(1).lower() == "noon" else "00:00"),
+            re.IGNORECASE)
+    ex.take(r"\b(\d{4})-(\d{2})-(\d{2})\b",
+            lambda m: ("date", f"{int(m.group(2))}-{int(m.group(3))}"))
+    ex.take(rf"\b{_MONTH_RE}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b",
+            lambda m: _en_date(m.group(1), str(int(m.group(2)))))
+    ex.take(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_RE}\b",
+            lambda m: _en_date(m.group(2), str(int(m.group(1)))))
+    ex.take(r"\b(January|February|March|April|May|June|July|August|September"
+            r"|October|November|December)\b", lambda m: _en_date(m.group(1), None))
+    ex.take(r"\b(?:19|20)\d{2}\b", lambda m: ("year", m.group(0)))
+    ex.take(r"\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b",
+            lambda m: ("weekday", _WEEKDAYS[m.group(1)[:3].lower()]), re.IGNORECASE)
+    ex.take(r"\b(weekday|weekend)s?\b", lambda m: ("weekday", m.group(1).lower()),
+            re.IGNORECASE)
+    ex.take(r"\b([A-Za-z][\w\-]*[A-Za-z])\s+v?(\d+(?:\.\d+)*)\b(?!\s*[:%])", _version)
+    ex.take(r"\b(?=[A-Za-z0-9\-./]*\d)(?=[A-Za-z0-9\-./]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9\-./]*[A-Za-z0-9]\b",
+            lambda m: ("code", m.group(0).lower()))
+    # The unit stays in the text: "two kids" is also about the kids.
+    ex.take(r"\b(\d+(?:\.\d+)?|" + "|".join(_NUMBER_WORDS) + r")(?=\s+([a-z]+)\b)",
+            _en_quantity, re.IGNORECASE)
+    ex.take(r"\b(?:\d+(?:\.\d+)?|" + "|".join(list(_NUMBER_WORDS)[1:]) + r")\b",
+            lambda m: ("num", _num(m.group(0))), re.IGNORECASE)
+    ex.take(r"\b(morning|afternoon|evening|night)s?\b",
+            lambda m: ("daypart", m.group(1).lower()), re.IGNORECASE)
+
+
+def _zh_time(match: re.Match) -> Value | None:
+    part, hour_text, rest = match.group(1) or "", match.group(2), match.group(3) or ""
+    hour = zh_number(hour_text)
+    if hour is None or hour > 24 or (hour_text == "一" and not part):
+        return None  # 一点 without a day part means "a little"
+    minute = 30 if rest == "半" else int(zh_number(rest.rstrip("分")) or 0) if rest else 0
+    hour = int(hour)
+    if part in _ZH_DAYPART_PM and hour < 12:
+        hour += 12
+    return ("time", _clock(hour, minute))
+
+
+def _zh_quantity(match: re.Match) -> Value | None:
+    if _ZH_ARTICLE.match(match.group(0)):
+        return None
+    return (f"qty:{match.group(2)}", _num(match.group(1)))
+
+
+def _extract_zh(ex: _Extractor) -> None:
+    ex.take(r"\d[\d \-]{6,}\d", lambda m: ("longnum", re.sub(r"\D", "", m.group(0))))
+    ex.take(r"[$¥￥]\s?(\d+(?:\.\d+)?)", lambda m: ("money", m.group(1)))
+    ex.take(rf"({_ZH_NUM})\s*(?:元|块钱|块|美元)", lambda m: ("money", _num(m.group(1))))
+    ex.take(rf"({_ZH_NUM})月({_ZH_NUM})[日号]",
+            lambda m: ("date", f"{_num(m.group(1))}-{_num(m.group(2))}"))
+    ex.take(r"(?:每个?|[上下这本])?(?:周|星期|礼拜)([一二三四五六日天])",
+            lambda m: ("weekday", _ZH_WEEKDAYS[m.group(1)]))
+    ex.take(r"(?:每个?|[上下这本])?周末", lambda m: ("weekday", "weekend"))
+    ex.take(r"工作日", lambda m: ("weekday", "weekday"))
+    ex.take(rf"(凌晨|早上|上午|中午|下午|傍晚|晚上|夜里)?\s*(\d{{1,2}}|[零一二两三四五六七八九十]{{1,3}})"
+            rf"\s*[点:：](半|\d{{1,2}}分?|[零一二三四五六七八九十]{{1,3}}分)?", _zh_time)
+    ex.take(r"凌晨|早上|上午|中午|下午|傍晚|晚上|夜里",
+            lambda m: ("daypart", m.group(0)))
+    ex.take(rf"({_ZH_NUM})\s*({'|'.join(_ZH_UNITS)})", _zh_quantity)
+    ex.take(r"[“\"「『]([^”\"」』]{1,20})[”\"」』]", lambda m: ("entity", m.group(1)))
+    ex.take(r"\b([A-Za-z][\w\-]*[A-Za-z])\s+v?(\d+(?:\.\d+)*)\b", _version)
+    ex.take(r"(?=[A-Za-z0-9\-./]*\d)(?=[A-Za-z0-9\-./]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9\-./]*[A-Za-z0-9]",
+            lambda m: ("code", m.group(0).lower()))
+    ex.take(r"\b\d+(?:\.\d+)?\b", lambda m: ("num", _num(m.group(0))))
+
+
+def extract_values(text: str, cjk: bool) -> tuple[frozenset[Value], str]:
+    """The text's typed values, and the text with those values blanked out."""
+    extractor = _Extractor(text)
+    (_extract_zh if cjk else _extract_en)(extractor)
+    return frozenset(extractor.values), extractor.text
