@@ -21,6 +21,25 @@ def _migrate() -> str:
     return url
 
 
+async def _work() -> None:
+    from app.core.database import create_engine, create_sessionmaker
+    from app.embeddings.provider import build_provider
+    from app.revisions import queue
+    from app.revisions.judges import build_judge
+    from app.revisions.service import Context
+
+    url = resolve_database_url(settings)
+    engine = create_engine(settings, url)
+    context = Context(judge=build_judge(settings), embedder=build_provider(settings), settings=settings)
+    runtime = queue.WorkerRuntime(sessionmaker=create_sessionmaker(engine), context=context)
+    try:
+        async with queue.connected(url) as connected:
+            logger.info("revision worker listening on queue %r", queue.QUEUE)
+            await queue.run_worker(connected, runtime)
+    finally:
+        await engine.dispose()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hindsight")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -28,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default=settings.host)
     serve.add_argument("--port", type=int, default=settings.port)
     commands.add_parser("migrate", help="apply pending migrations and exit")
+    commands.add_parser("worker", help="process deferred revisions (HINDSIGHT_REVISION_MODE=async)")
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -38,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     except DatabaseUnreachable as error:
         logger.error("%s", error)
         return 1
+    if args.command == "worker":
+        asyncio.run(_work())
     if args.command == "serve":
         from app.main import create_app
 

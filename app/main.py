@@ -2,7 +2,7 @@
 
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
@@ -23,6 +23,7 @@ from app.models import EMBEDDING_DIM
 from app.ops.router import router as ops_router
 from app.recall.cache import SearchCache
 from app.recall.router import router as recall_router
+from app.revisions import queue
 from app.revisions.judges import build_judge
 from app.revisions.router import router as revisions_router
 
@@ -46,10 +47,13 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         app.state.embedder = embedder
         app.state.judge = build_judge(settings)
         app.state.head_revision = head_revision()
-        try:
-            yield
-        finally:
-            await engine.dispose()
+        async with AsyncExitStack() as stack:
+            if settings.revision_mode == "async":
+                app.state.revision_queue = await stack.enter_async_context(queue.connected(url))
+            try:
+                yield
+            finally:
+                await engine.dispose()
 
     app = FastAPI(
         title="hindsight",

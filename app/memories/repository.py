@@ -114,7 +114,7 @@ async def nearest_active(
     limit: int,
     exclude: Sequence[UUID] = (),
     memory_types: Sequence[str] | None = None,
-    created_before: datetime | None = None,
+    not_after: datetime | None = None,
 ) -> list[tuple[Memory, float]]:
     """Exact cosine neighbours among the namespace's active memories. The namespace is
     filtered first (materialised) so the ANN index cannot drop rows from a small namespace."""
@@ -123,8 +123,8 @@ async def nearest_active(
         conditions.append(Memory.id.not_in(exclude))
     if memory_types:
         conditions.append(Memory.memory_type.in_(memory_types))
-    if created_before is not None:
-        conditions.append(Memory.created_at < created_before)
+    if not_after is not None:
+        conditions.append(Memory.created_at <= not_after)
     in_namespace = (
         select(Memory.id, Memory.embedding)
         .where(*conditions)

@@ -83,8 +83,12 @@ async def _store(session: AsyncSession, *, request: MemoryWrite, embedding: np.n
         return WriteOutcome(memory=duplicate, deduplicated=True)
     memory = await repository.insert(session, _new_memory(request, embedding=embedding, model=context.embedder.name))
     await repository.add_version(session, memory, changed_by="api", at=memory.created_at)
-    revisions = await revise_new_memory(session, memory, embedding=embedding, context=context)
-    revisions += await review_if_due(session, namespace=memory.namespace, context=context)
+    if context.defer is not None:
+        await context.defer(memory.id)  # async mode: the worker revises it shortly
+        revisions = []
+    else:
+        revisions = await revise_new_memory(session, memory, embedding=embedding, context=context)
+        revisions += await review_if_due(session, namespace=memory.namespace, context=context)
     await session.refresh(memory)
     summaries = [
         RevisionSummary(id=r.id, trigger=r.trigger, decision=r.decision, old_memory_id=r.old_memory_id, status=r.status)

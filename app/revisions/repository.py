@@ -14,12 +14,15 @@ from app.models import Memory, MemoryRelation, MemoryVersion, RevisionLog
 REVISABLE_TYPES = ("semantic", "working")
 
 
-async def active_with_key(session: AsyncSession, *, namespace: str, key: str, exclude: UUID) -> list[Memory]:
+async def active_with_key(
+    session: AsyncSession, *, namespace: str, key: str, exclude: UUID, not_after: datetime
+) -> list[Memory]:
     statement = select(Memory).where(
         Memory.namespace == namespace,
         Memory.key == key,
         Memory.status.in_(("active", "uncertain")),
         Memory.id != exclude,
+        Memory.created_at <= not_after,
     )
     return list((await session.execute(statement)).scalars())
 

@@ -7,7 +7,7 @@ Every change a revision makes is recorded in memory_versions with changed_by
 rollback can replay history exactly.
 """
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from uuid import UUID
@@ -44,11 +44,13 @@ class Triggered:
 
 @dataclass(slots=True)
 class Context:
-    """What a revision run needs besides the session."""
+    """What a revision run needs besides the session. With `defer` set (async mode), a
+    write hands its revision to the queue instead of running it."""
 
     judge: Judge
     embedder: EmbeddingProvider
     settings: Settings
+    defer: Callable[[UUID], Awaitable[None]] | None = None
 
 
 def _judged(memory: Memory) -> JudgedMemory:
@@ -187,7 +189,10 @@ async def _same_key(session: AsyncSession, new: Memory, *, context: Context) -> 
     if not new.key:
         return []
     revisions = []
-    for old in await repository.active_with_key(session, namespace=new.namespace, key=new.key, exclude=new.id):
+    olds = await repository.active_with_key(
+        session, namespace=new.namespace, key=new.key, exclude=new.id, not_after=new.created_at
+    )
+    for old in olds:
         episodic = old.memory_type == "episodic"
         revision = await _log(
             session,
@@ -216,8 +221,9 @@ async def triggered(
     periodic: bool = False,
 ) -> list[Triggered]:
     """The nearest active semantic/working memories of the namespace worth judging: above the
-    strong threshold, or, when the new text carries a correction cue, the nearest few. A
-    periodic review looks only at memories older than the one it checks."""
+    strong threshold, or, when the new text carries a correction cue, the nearest few. Only
+    memories no newer than this one: a memory never revises what was written after it (an
+    import of an old fact, a deferred job that runs late)."""
     settings = context.settings
     wanted = max(settings.strong_trigger_candidates, settings.weak_trigger_candidates)
     nearest = await memories.nearest_active(
@@ -227,7 +233,7 @@ async def triggered(
         limit=wanted,
         exclude=[new.id, *exclude],
         memory_types=repository.REVISABLE_TYPES,
-        created_before=new.created_at if periodic else None,
+        not_after=new.created_at,
     )
     cue = correction_cue(new.content)
     judged_before = await repository.judged_against(session, new.id)

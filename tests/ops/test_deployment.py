@@ -42,3 +42,13 @@ def test_container_starts_the_same_entry_point_as_make_run():
     run_recipe = re.search(r"^run:.*\n\t(.+)$", makefile, re.MULTILINE).group(1)
     make_command = shlex.split(run_recipe.replace("$(PY)", "python"))
     assert container_command[: len(make_command)] == make_command == ["python", "-m", "app", "serve"]
+
+
+def test_revision_worker_runs_from_the_same_image_after_the_api():
+    services = compose()["services"]
+    worker, api = services["worker"], services["api"]
+    assert worker["build"] == api["build"] == "."
+    assert worker["command"] == ["python", "-m", "app", "worker"]
+    assert worker["depends_on"]["api"]["condition"] == "service_healthy"
+    assert api["environment"]["HINDSIGHT_REVISION_MODE"] == "async"
+    assert worker["environment"]["DATABASE_URL"] == api["environment"]["DATABASE_URL"]
