@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
 _CJK = (
     "\u3040-\u30ff"  # hiragana, katakana
@@ -56,9 +57,11 @@ def lexemes(text: str) -> list[str]:
     return terms
 
 
-def or_query(text: str) -> str:
-    """Text for `to_tsquery('simple', ...)` matching any lexeme of `text`; '' if none."""
-    return " | ".join(dict.fromkeys(lexemes(text)))
+def or_query(text: str, *, without: Iterable[str] = ()) -> str:
+    """Text for `to_tsquery('simple', ...)` matching any lexeme of `text` except those of
+    `without`; '' if none."""
+    dropped = {lexeme for phrase in without for lexeme in lexemes(phrase)}
+    return " | ".join(lexeme for lexeme in dict.fromkeys(lexemes(text)) if lexeme not in dropped)
 
 
 def stem(word: str) -> str:

@@ -25,6 +25,9 @@ SESSION_LIFT = 0.35
 # (.660 -> .685); this is how a turn that neither route found can still come back.
 NEIGHBOUR_LIFT = 0.5
 NEIGHBOUR_WIDTH = 2
+# Dense scores are min-max scaled over the candidates, but over at least this much cosine:
+# with few candidates (a small namespace) a 0.01 cosine gap would otherwise become 0 vs 1.
+MIN_DENSE_SPREAD = 0.1
 
 SessionKey = tuple[str, str]
 
@@ -75,8 +78,9 @@ def _context_cosines(evidence: Evidence) -> dict[UUID, float]:
 def _min_max(scores: dict[UUID, float]) -> dict[UUID, float]:
     if not scores:
         return {}
-    low, high = min(scores.values()), max(scores.values())
-    return {key: (value - low) / (high - low) if high > low else 1.0 for key, value in scores.items()}
+    high = max(scores.values())
+    low = min(min(scores.values()), high - MIN_DENSE_SPREAD)
+    return {key: (value - low) / (high - low) for key, value in scores.items()}
 
 
 def score(evidence: Evidence, *, query: str) -> dict[UUID, Relevance]:

@@ -170,6 +170,13 @@ async def session_neighbours(
     return [(anchor_id, other_id, int(offset)) for anchor_id, other_id, offset in (await session.execute(statement)).all()]
 
 
+async def speakers(session: AsyncSession, namespaces: Sequence[str]) -> list[str]:
+    """Who speaks in these namespaces (`source.speaker` of their memories)."""
+    speaker = Memory.source["speaker"].astext
+    statement = select(speaker).where(Memory.namespace.in_(namespaces), speaker.is_not(None)).distinct()
+    return list((await session.execute(statement)).scalars())
+
+
 async def load(session: AsyncSession, memory_ids: Sequence[UUID], *, embedding: np.ndarray) -> dict[UUID, tuple[Memory, float]]:
     """The memories with their cosine to the query (0 for a memory without an embedding)."""
     if not memory_ids:

@@ -169,6 +169,10 @@ prefers preferred love loves enjoy enjoys thing things stuff place way lot
 _ZH_LIGHT = re.compile(r"最?喜欢|讨厌|一般|平时|每天|经常|已经|正在|还是|可以|需要|上班|工作")
 _ZH_STOP_CHARS = frozenset("的了是在就都也很又还把被给和跟与吗呢吧啊呀这那个着过得地去做有用要会想能才最")
 
+# Cues and people are not what a Chinese sentence is about.
+_ZH_NOT_TOPIC = re.compile(
+    "|".join(re.escape(w) for w in sorted((*_ZH_CORRECTION, *_ZH_RELATIONS), key=len, reverse=True))
+)
 # Cue words say that something changed, not what it is about.
 _EN_CUE_WORDS = frozenset(
     w for cue in _EN_CORRECTION for w in cue.split()
@@ -203,7 +207,7 @@ class Signals:
 
 
 # ------------------------------------------------------------ public cues
-def is_cjk(text: str) -> bool:
+def _is_cjk(text: str) -> bool:
     return len(_CJK.findall(text)) >= 2
 
 
@@ -285,11 +289,6 @@ def _en_terms(text: str) -> tuple[list[str], set[str], set[str]]:
 
 def _blank(match: re.Match) -> str:
     return "|" * len(match.group(0))
-
-
-_ZH_NOT_TOPIC = re.compile(
-    "|".join(re.escape(w) for w in sorted((*_ZH_CORRECTION, *_ZH_RELATIONS), key=len, reverse=True))
-)
 
 
 def _zh_terms(text: str) -> tuple[list[str], set[str]]:
@@ -408,7 +407,7 @@ def neighbour(term: str, tokens: tuple[str, ...], step: int) -> str | None:
 @lru_cache(maxsize=4096)
 def read(text: str) -> Signals:
     """Read every signal of one text (cached: a text is judged many times)."""
-    cjk = is_cjk(text)
+    cjk = _is_cjk(text)
     values, masked = extract_values(text, cjk)
     if cjk:
         ordered, head = _zh_terms(masked)
