@@ -23,13 +23,12 @@ from app.memories import repository
 from app.memories.records import content_hash
 from app.recall.lexical import lexemes
 
-VOCABULARY = (
-    "coffee tea berlin paris meeting project deadline invoice budget flight hotel doctor "
-    "dentist birthday gym yoga piano guitar python rust database server backup deploy "
-    "review design budget salary rent mortgage garden cat dog school exam holiday beach "
-    "mountain train bus bike car insurance passport visa bank loan recipe pasta sushi"
-).split()
 INSERT_BATCH = 2_000
+# Synthetic text follows Zipf's law over a large vocabulary, as natural text does: a handful
+# of common words, a long tail of rare ones (names, places, numbers).
+VOCABULARY_SIZE = 20_000
+ZIPF_EXPONENT = 1.1
+_SYLLABLES = ("ka", "lo", "mi", "ren", "to", "sa", "vi", "dor", "an", "el", "qu", "bri", "zo", "ne", "fa", "tum")
 
 
 @dataclass(frozen=True)
@@ -63,8 +62,21 @@ class ReadyVectors:
         return next(self._vectors)
 
 
+def _vocabulary() -> list[str]:
+    rng = random.Random(0)
+    words: dict[str, None] = {}
+    while len(words) < VOCABULARY_SIZE:
+        words["".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))] = None
+    return list(words)
+
+
+VOCABULARY = _vocabulary()
+_ZIPF_WEIGHTS = [1 / rank**ZIPF_EXPONENT for rank in range(1, VOCABULARY_SIZE + 1)]
+
+
 def _sentence(rng: random.Random) -> str:
-    return " ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(6, 14))) + f" #{rng.randint(1, 10**6)}"
+    words = rng.choices(VOCABULARY, weights=_ZIPF_WEIGHTS, k=rng.randint(6, 14))
+    return " ".join(words) + f" #{rng.randint(1, 10**6)}"
 
 
 def _unit_vectors(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:

@@ -6,7 +6,8 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import ColumnElement, bindparam, func, insert, literal_column, or_, select, text, update
+from sqlalchemy import ColumnElement, bindparam, func, literal_column, or_, select, text, update
+from sqlalchemy import insert as insert_into
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sqlalchemy.orm.exc import StaleDataError
@@ -150,7 +151,7 @@ async def insert(session: AsyncSession, memory: Memory) -> Memory:
 async def insert_many(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
     """Bulk import of prepared active rows (each with an `id` and a `lexeme_text` for the
     lexical index) in two statements; version 1 of each row is recorded alongside."""
-    statement = insert(Memory).values(
+    statement = insert_into(Memory).values(
         lexemes=func.to_tsvector(literal_column("'simple'::regconfig"), bindparam("lexeme_text"))
     )
     await session.execute(statement, [{"version": 1, **row} for row in rows])
@@ -165,7 +166,7 @@ async def insert_many(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> 
         }
         for row in rows
     ]
-    await session.execute(insert(MemoryVersion), versions)
+    await session.execute(insert_into(MemoryVersion), versions)
 
 
 async def add_version(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> None:

@@ -99,8 +99,12 @@ async def vector_route(
 ) -> RouteRows:
     """Approximate cosine neighbours through the ivfflat index. Iterative scans keep
     probing when filters (namespace, status) drop rows, so small namespaces still fill."""
-    await session.execute(select(func.set_config("ivfflat.probes", str(probes), True)))
-    await session.execute(select(func.set_config("ivfflat.iterative_scan", "relaxed_order", True)))
+    await session.execute(
+        select(
+            func.set_config("ivfflat.probes", str(probes), True),
+            func.set_config("ivfflat.iterative_scan", "relaxed_order", True),
+        )
+    )
     distance = Memory.embedding.cosine_distance(embedding)
     statement = (
         select(Memory.id, (1 - distance).label("similarity"))

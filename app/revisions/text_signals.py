@@ -34,10 +34,10 @@ _ZH_CORRECTION = (
     "不再", "已经不", "戒了", "戒掉", "换了", "换成", "换到", "又换", "搬到", "搬去",
     "搬家", "跳槽", "辞职", "离职", "结束了", "回到", "调到", "调成", "降价", "涨价",
     "降到", "涨到", "涨了", "降了", "升到", "升级到", "升级了", "提高到", "降低到", "减到",
-    "增加到", "瘦到", "取消", "推迟", "毕业了", "戒", "分手", "离婚", "如今", "现在",
+    "增加到", "瘦到", "取消", "推迟", "毕业了", "分手", "离婚", "如今", "现在",
 )
-# 不…了 ("no longer …"), but not 不了 ("cannot").
-_ZH_NO_LONGER = re.compile(r"不[^了，。,；;！!？?]{1,4}了")
+# 不…了 ("no longer …") but not 不了 ("cannot"); 戒 ("quit") but not 戒指 ("ring").
+_ZH_CUE_PATTERNS = (re.compile(r"不[^了，。,；;！!？?]{1,4}了"), re.compile(r"戒(?!指)"))
 
 _EN_FUTURE = re.compile(
     r"\b(shall|going to|gonna|plan(?:s|ning)? to|intend(?:s)? to|about to"
@@ -73,7 +73,7 @@ _EN_NEGATION = re.compile(
     r"|quit\w*|stop(?:s|ped)?|g[ai]ve up|given up)\b|n['’]t\b",
     re.IGNORECASE,
 )
-_ZH_NEGATION = re.compile(r"不(?![错过少同断仅但久管论如然])|没(?!问题|事|关系)|别|戒|忌口|讨厌|拒绝")
+_ZH_NEGATION = re.compile(r"不(?![错过少同断仅但久管论如然])|没(?!问题|事|关系)|别|戒(?!指)|忌口|讨厌|拒绝")
 
 # ------------------------------------------------------- people and topics
 _EN_RELATIONS = {
@@ -220,8 +220,11 @@ def correction_cue(text: str) -> str | None:
     for cue in _ZH_CORRECTION:
         if cue in text:
             return cue
-    match = _ZH_NO_LONGER.search(text)
-    return match.group(0) if match else None
+    for pattern in _ZH_CUE_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            return match.group(0)
+    return None
 
 
 def is_future_plan(text: str) -> bool:

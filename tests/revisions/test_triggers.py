@@ -234,3 +234,14 @@ async def test_superseded_memories_come_back_only_on_request_with_their_replacem
     both = (await client.post("/v1/memories/search", json={**body, "statuses": ["active", "superseded"]})).json()["hits"]
     flagged = {h["memory"]["id"]: h["superseded_by"] for h in both}
     assert flagged == {new["id"]: None, old["id"]: new["id"]}
+
+
+async def test_a_memory_is_revised_at_most_once_per_cooldown(client, scripted_llm):
+    scripted_llm.decide = every_candidate("DUPLICATE")
+    kept = (await write(client, "I don't eat pork.", created_at="2025-03-01T12:00:00+00:00"))["memory"]
+    first = await write(client, "No pork for me, please.", created_at="2025-03-01T12:01:00+00:00")
+    assert [r["old_memory_id"] for r in first["revisions"]] == [kept["id"]]
+    within = await write(client, "Please, no pork at all.", created_at="2025-03-01T12:05:00+00:00")
+    assert within["revisions"] == [] and within["memory"]["status"] == "active"
+    later = await write(client, "Pork is off my menu.", created_at="2025-03-01T12:30:00+00:00")
+    assert kept["id"] in [r["old_memory_id"] for r in later["revisions"]]
