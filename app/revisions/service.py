@@ -237,11 +237,13 @@ async def triggered(
     )
     cue = correction_cue(new.content)
     judged_before = await repository.judged_against(session, new.id)
+    best = nearest[0][1] if nearest else 0.0
     chosen: list[Triggered] = []
     for rank, (memory, similarity) in enumerate(nearest):
         if memory.id in judged_before or _cooling(memory, at=new.created_at, settings=settings):
             continue
-        if rank < settings.strong_trigger_candidates and similarity >= settings.strong_trigger_threshold:
+        strong = similarity >= max(settings.strong_trigger_threshold, best - settings.strong_trigger_margin)
+        if rank < settings.strong_trigger_candidates and strong:
             chosen.append(Triggered(memory, similarity, "periodic" if periodic else "strong"))
         elif cue and rank < settings.weak_trigger_candidates and similarity >= settings.weak_trigger_floor:
             chosen.append(Triggered(memory, similarity, "periodic" if periodic else "weak"))
@@ -271,17 +273,17 @@ async def judge_and_apply(
         _judged(new), [Candidate(memory=_judged(item.memory), similarity=item.similarity) for item in triggered]
     )
     threshold = context.settings.revision_confidence_threshold
-    # A restatement folds the new memory away: nothing else it said needs acting on, and of
-    # several merges only the surest is made (one merged memory per write).
+    # A new memory may supersede several outdated ones, but once it is folded away (a
+    # restatement, or merged) nothing else it said needs acting on: the surest judgement wins.
     by_confidence = sorted(zip(triggered, ruling.judgements, strict=True), key=lambda pair: -pair[1].confidence)
-    acted = False
+    folded = False
     revisions = []
     for item, judgement in by_confidence:
         judgement, softened = _guarded(judgement, new, item.memory)
         confident = judgement.confidence >= threshold
         takes_action = judgement.decision in ACTIONS
         notes = [note for note in (ruling.note, softened) if note]
-        if takes_action and acted:
+        if takes_action and folded:
             notes.append("the new memory was already folded into another")
         revision = await _log(
             session,
@@ -300,13 +302,13 @@ async def judge_and_apply(
             note="; ".join(notes) or None,
         )
         revisions.append(revision)
-        if takes_action and acted:
+        if takes_action and folded:
             revision.status = "logged"
         elif takes_action and not confident:
             await _change(session, new, _hold_for_review, changed_by=tag(revision), at=new.created_at)
         else:
             await apply(session, revision, new, item.memory, context=context)
-            acted = acted or takes_action
+            folded = folded or judgement.decision in ("DUPLICATE", "REFINE")
     await session.flush()
     return revisions
 
