@@ -7,9 +7,9 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 
 .PHONY: install run test bench
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	touch $(INSTALLED)
 
 install: $(INSTALLED)

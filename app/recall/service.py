@@ -43,13 +43,15 @@ class Scored:
 
 
 def effective_weights(request: SearchRequest, settings: Settings) -> scoring.Weights:
-    override = request.weights
-    return scoring.Weights(
-        semantic=override.semantic if override and override.semantic is not None else settings.search_weight_semantic,
-        recency=override.recency if override and override.recency is not None else settings.search_weight_recency,
-        confidence=override.confidence if override and override.confidence is not None else settings.search_weight_confidence,
-        access=override.access if override and override.access is not None else settings.search_weight_access,
-    )
+    """The configured weights, with whatever parts the request overrides."""
+    configured = {
+        "semantic": settings.search_weight_semantic,
+        "recency": settings.search_weight_recency,
+        "confidence": settings.search_weight_confidence,
+        "access": settings.search_weight_access,
+    }
+    requested = request.weights.model_dump(exclude_none=True) if request.weights else {}
+    return scoring.Weights(**(configured | requested))
 
 
 def _key_terms(query: str) -> list[str]:
@@ -199,12 +201,11 @@ async def _with_partners(session: AsyncSession, ranked: list[Scored], *, top_k: 
     top = ranked[:top_k]
     partners = await repository.coexisting(session, [item.memory.id for item in top])
     by_id = {item.memory.id: item for item in ranked}
-    chosen: list[Scored] = []
+    order: dict[UUID, None] = {}
     for item in top:
-        if item not in chosen:
-            chosen.append(item)
-        chosen += [by_id[p] for p in partners.get(item.memory.id, []) if p in by_id and by_id[p] not in chosen]
-    return [_hit(item, related=partners.get(item.memory.id, [])) for item in chosen]
+        order[item.memory.id] = None
+        order.update(dict.fromkeys(partner for partner in partners.get(item.memory.id, []) if partner in by_id))
+    return [_hit(by_id[memory_id], related=partners.get(memory_id, [])) for memory_id in order]
 
 
 def _hit(item: Scored, *, related: list[UUID]) -> SearchHit:
