@@ -15,7 +15,8 @@ from app.core.database import (
 )
 from app.core.errors import install_error_handlers
 from app.core.migrations import head_revision
-from app.core.settings import Settings, settings as default_settings
+from app.core.settings import Settings
+from app.core.settings import settings as default_settings
 from app.embeddings.provider import build_provider
 from app.maintenance.router import router as maintenance_router
 from app.memories.router import router as memories_router

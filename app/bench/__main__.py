@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from app.bench import harness, latency, locomo, retrieval, updates
-from app.revisions.judges import build_judge
 from app.core.settings import settings
+from app.revisions.judges import build_judge
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "bench"
 

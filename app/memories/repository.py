@@ -9,7 +9,6 @@ import numpy as np
 from sqlalchemy import ColumnElement, bindparam, func, literal_column, or_, select, text, update
 from sqlalchemy import insert as insert_into
 from sqlalchemy.ext.asyncio import AsyncSession
-
 from sqlalchemy.orm.exc import StaleDataError
 
 from app.core.errors import VersionConflict

@@ -6,8 +6,8 @@ from fastapi.responses import JSONResponse
 
 from app.core.database import SessionDep
 from app.memories import service
-from app.revisions.dependencies import RevisionContextDep
 from app.memories.schemas import BatchResponse, BatchWrite, MemoryDetail, MemoryWrite, WriteResponse
+from app.revisions.dependencies import RevisionContextDep
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 

@@ -28,6 +28,7 @@ from app.models import Memory
 from app.revisions.operations import review_if_due
 from app.revisions.service import Context, revise_new_memory
 
+
 @dataclass(slots=True)
 class WriteOutcome:
     memory: Memory
@@ -104,6 +105,12 @@ async def write(session: AsyncSession, *, request: MemoryWrite, context: Context
     return await _store(session, request=request, embedding=embedding, context=context)
 
 
+class _ItemRejected(Exception):
+    def __init__(self, problem: dict[str, Any]) -> None:
+        super().__init__(problem["detail"])
+        self.problem = problem
+
+
 def _parse_item(raw: dict[str, Any]) -> MemoryWrite:
     try:
         request = MemoryWrite.model_validate(raw)
@@ -124,12 +131,6 @@ def _parse_item(raw: dict[str, Any]) -> MemoryWrite:
     except AppError as error:
         raise _ItemRejected(problem_of(error)) from error
     return request
-
-
-class _ItemRejected(Exception):
-    def __init__(self, problem: dict[str, Any]) -> None:
-        super().__init__(problem["detail"])
-        self.problem = problem
 
 
 async def write_batch(session: AsyncSession, *, items: list[dict[str, Any]], context: Context) -> list[BatchItemResult]:

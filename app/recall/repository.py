@@ -6,7 +6,20 @@ from datetime import datetime
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import ColumnElement, Select, Text, cast, func, literal, literal_column, or_, select, true, union_all, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Text,
+    cast,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    true,
+    union_all,
+    update,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased

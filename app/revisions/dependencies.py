@@ -1,6 +1,5 @@
-from typing import Annotated
-
 from functools import partial
+from typing import Annotated
 
 from fastapi import Depends, Request
 

@@ -1,6 +1,5 @@
 """SQL of revisions: the log, relations, candidates and the versions a revision wrote."""
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID

@@ -182,8 +182,8 @@ def _extract_zh(ex: _Extractor) -> None:
             lambda m: ("weekday", _ZH_WEEKDAYS[m.group(1)]))
     ex.take(r"(?:每个?|[上下这本])?周末", lambda m: ("weekday", "weekend"))
     ex.take(r"工作日", lambda m: ("weekday", "weekday"))
-    ex.take(rf"(凌晨|早上|上午|中午|下午|傍晚|晚上|夜里)?\s*(\d{{1,2}}|[零一二两三四五六七八九十]{{1,3}})"
-            rf"\s*[点:：](半|\d{{1,2}}分?|[零一二三四五六七八九十]{{1,3}}分)?", _zh_time)
+    ex.take(r"(凌晨|早上|上午|中午|下午|傍晚|晚上|夜里)?\s*(\d{1,2}|[零一二两三四五六七八九十]{1,3})"
+            r"\s*[点:：](半|\d{1,2}分?|[零一二三四五六七八九十]{1,3}分)?", _zh_time)
     ex.take(r"凌晨|早上|上午|中午|下午|傍晚|晚上|夜里",
             lambda m: ("daypart", m.group(0)))
     ex.take(rf"({_ZH_NUM})\s*({'|'.join(_ZH_UNITS)})", _zh_quantity)
