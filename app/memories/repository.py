@@ -6,7 +6,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import ColumnElement, bindparam, func, literal_column, or_, select, text, update
+from sqlalchemy import ColumnElement, bindparam, func, literal_column, or_, select, text, true, update
 from sqlalchemy import insert as insert_into
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.exc import StaleDataError
@@ -96,10 +96,19 @@ def _unexpired() -> ColumnElement[bool]:
     return or_(Memory.expires_at.is_(None), Memory.expires_at > func.now())
 
 
-async def find_active_by_hash(session: AsyncSession, *, namespace: str, content_hash: str) -> Memory | None:
+async def find_active_by_hash(
+    session: AsyncSession, *, namespace: str, content_hash: str, key: str | None
+) -> Memory | None:
+    """An active memory with this text; a keyed write only matches a memory with its key."""
     statement = (
         select(Memory)
-        .where(Memory.namespace == namespace, Memory.content_hash == content_hash, Memory.status == "active", _unexpired())
+        .where(
+            Memory.namespace == namespace,
+            Memory.content_hash == content_hash,
+            true() if key is None else Memory.key == key,
+            Memory.status == "active",
+            _unexpired(),
+        )
         .order_by(Memory.created_at)
         .limit(1)
     )

@@ -29,6 +29,15 @@ Namespace = Annotated[
 ]
 
 
+def bounded_content(content: str) -> str:
+    """Memory text must say something and fit the configured size."""
+    if not content.strip():
+        raise ValueError("content must not be empty")
+    if len(content) > settings.max_content_chars:
+        raise ValueError(f"content is longer than {settings.max_content_chars} characters")
+    return content
+
+
 class MemoryWrite(BaseModel):
     """One memory to store."""
 
@@ -52,14 +61,7 @@ class MemoryWrite(BaseModel):
     metadata: dict[str, Any] | None = None
     created_at: AwareDatetime | None = Field(default=None, description="Original time, for imports; defaults to now.")
 
-    @field_validator("content")
-    @classmethod
-    def _content_present_and_bounded(cls, content: str) -> str:
-        if not content.strip():
-            raise ValueError("content must not be empty")
-        if len(content) > settings.max_content_chars:
-            raise ValueError(f"content is longer than {settings.max_content_chars} characters")
-        return content
+    _content = field_validator("content")(bounded_content)
 
     @field_validator("key")
     @classmethod

@@ -42,14 +42,18 @@ class WriteOutcome:
 async def _find_duplicate(
     session: AsyncSession, *, request: MemoryWrite, embedding: np.ndarray, settings: Settings
 ) -> Memory | None:
+    """The active memory this write repeats: the same normalised text, or near-identical text
+    carrying the same numbers. A keyed write only repeats a memory with that key, so its key
+    is never lost to a keyless twin."""
     exact = await repository.find_active_by_hash(
-        session, namespace=request.namespace, content_hash=records.content_hash(request.content)
+        session, namespace=request.namespace, content_hash=records.content_hash(request.content), key=request.key
     )
     if exact is not None:
         return exact
     nearest = await repository.nearest_active(session, namespace=request.namespace, embedding=embedding, limit=1)
     for memory, similarity in nearest:
-        if similarity >= settings.dedup_cosine_threshold and records.same_numbers(memory.content, request.content):
+        repeats = similarity >= settings.dedup_cosine_threshold and records.same_numbers(memory.content, request.content)
+        if repeats and request.key in (None, memory.key):
             return memory
     return None
 
@@ -144,9 +148,13 @@ async def write_batch(session: AsyncSession, *, items: list[dict[str, Any]], con
             results[index] = BatchItemResult(index=index, status=rejected.problem["status"], error=rejected.problem)
     embeddings = await context.embedder.embed_passages([request.content for request in parsed.values()])
     for (index, request), embedding in zip(parsed.items(), embeddings, strict=True):
-        # Each item in its own savepoint: a failure rolls back that item only.
-        async with session.begin_nested():
-            outcome = await _store(session, request=request, embedding=embedding, context=context)
+        # Each item in its own savepoint: a refused item rolls back alone and is reported.
+        try:
+            async with session.begin_nested():
+                outcome = await _store(session, request=request, embedding=embedding, context=context)
+        except AppError as error:
+            results[index] = BatchItemResult(index=index, status=error.status_code, error=problem_of(error))
+            continue
         results[index] = BatchItemResult(
             index=index,
             status=200 if outcome.deduplicated else 201,

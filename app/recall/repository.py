@@ -51,7 +51,9 @@ def _status_at(memory: type[Memory], at: datetime) -> ColumnElement:
     return (
         select(MemoryVersion.status)
         .where(MemoryVersion.memory_id == memory.id, MemoryVersion.created_at <= at)
-        .order_by(MemoryVersion.version.desc())
+        # By effective time first: a review may record a change that took effect before
+        # versions written earlier by the clock.
+        .order_by(MemoryVersion.created_at.desc(), MemoryVersion.version.desc())
         .limit(1)
         .scalar_subquery()
     )
@@ -140,16 +142,28 @@ async def recency_route(session: AsyncSession, scope: Scope, *, limit: int) -> R
     return await _rows(session, statement)
 
 
-async def lexical_route(session: AsyncSession, scope: Scope, *, tsquery: str, limit: int) -> RouteRows:
-    """Full-text match over the app's own lexemes (CJK bigrams, stemmed English words)."""
-    if not tsquery:
-        return []
-    query = func.to_tsquery(literal_column("'simple'::regconfig"), tsquery)
-    rank = func.ts_rank(Memory.lexemes, query, LEXICAL_RANK_NORMALISATION)
+async def lexical_route(session: AsyncSession, scope: Scope, *, tsquery: str, text: str, limit: int) -> RouteRows:
+    """Full-text match over the app's own lexemes (CJK bigrams, stemmed English words). When
+    no word matches, trigram similarity (the GIN pg_trgm index) catches misspelt names and
+    codes: "Zbignew" still finds Zbigniew."""
+    if tsquery:
+        query = func.to_tsquery(literal_column("'simple'::regconfig"), tsquery)
+        rank = func.ts_rank(Memory.lexemes, query, LEXICAL_RANK_NORMALISATION)
+        statement = (
+            select(Memory.id, rank.label("rank"))
+            .where(*_in_scope(scope), Memory.lexemes.op("@@")(query))
+            .order_by(rank.desc(), Memory.created_at.desc())
+            .limit(limit)
+        )
+        rows = await _rows(session, statement)
+        if rows:
+            return rows
+    # `<%` is word_similarity(text, content) above pg_trgm's threshold (0.6 by default).
+    similarity = func.word_similarity(text, Memory.content)
     statement = (
-        select(Memory.id, rank.label("rank"))
-        .where(*_in_scope(scope), Memory.lexemes.op("@@")(query))
-        .order_by(rank.desc(), Memory.created_at.desc())
+        select(Memory.id, similarity.label("similarity"))
+        .where(*_in_scope(scope), literal(text).op("<%")(Memory.content))
+        .order_by(similarity.desc(), Memory.created_at.desc())
         .limit(limit)
     )
     return await _rows(session, statement)
@@ -201,6 +215,13 @@ async def load(session: AsyncSession, memory_ids: Sequence[UUID], *, embedding: 
     cosine = func.coalesce(1 - Memory.embedding.cosine_distance(embedding), 0.0)
     rows = await session.execute(select(Memory, cosine).where(Memory.id.in_(memory_ids)))
     return {memory.id: (memory, float(similarity)) for memory, similarity in rows.all()}
+
+
+async def load_in_scope(session: AsyncSession, scope: Scope, memory_ids: Sequence[UUID]) -> list[Memory]:
+    if not memory_ids:
+        return []
+    rows = await session.execute(select(Memory).where(Memory.id.in_(memory_ids), *_in_scope(scope)))
+    return list(rows.scalars())
 
 
 async def coexisting(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, list[UUID]]:

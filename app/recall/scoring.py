@@ -14,9 +14,10 @@ KEY_MATCH_RELEVANCE = 0.9
 # The weighted formula reranks a relevance shortlist, never the whole candidate set: with
 # recency measured from last access, every memory a search just returned would otherwise
 # outrank better matches in the next search (LoCoMo replayed with access tracking on fell
-# from recall@10 .69 to .15). Memories the key and recency routes bring always stay in.
-RERANK_POOL_PER_HIT = 3
-RERANK_POOL_MIN = 30
+# from recall@10 .69 to .15). The shortlist holds the memories at least RELEVANCE_FLOOR as
+# relevant as the best, topped up in relevance order to top_k; memories the key and recency
+# routes bring always stay in.
+RELEVANCE_FLOOR = 0.5
 # access_count at which the access part saturates.
 ACCESS_SATURATION = 50
 

@@ -100,7 +100,9 @@ async def _run_routes(
         in_own_session(repository.key_route, key_prefix=request.key_prefix, terms=_key_terms(request.query), limit=limit),
         vector(),
         in_own_session(repository.recency_route, limit=settings.search_recency_candidates),
-        in_own_session(repository.lexical_route, tsquery=or_query(request.query, without=named), limit=limit),
+        in_own_session(
+            repository.lexical_route, tsquery=or_query(request.query, without=named), text=request.query, limit=limit
+        ),
     )
     routes = {"key": key_rows, "vector": vector_rows, "recency": recency_rows, "lexical": lexical_rows}
     return routes, embedding
@@ -133,23 +135,17 @@ def _evidence(
     return evidence
 
 
-def _score(
+def _scorer(
     candidates: dict[UUID, Candidate],
-    memories: dict[UUID, Memory],
     relevances: dict[UUID, relevance.Relevance],
     *,
     at: datetime,
     weights: scoring.Weights,
     settings: Settings,
-    top_k: int,
-) -> list[Scored]:
-    """Score every candidate, then rerank the relevance shortlist by the weighted formula."""
-    scored: list[Scored] = []
-    for memory_id, memory in memories.items():
-        routes = candidates[memory_id].routes if memory_id in candidates else {}
-        fit = relevances.get(memory_id, relevance.Relevance(semantic=0.0, dense=0.0, lexical=None))
-        if not routes and fit.semantic == 0:
-            continue  # a neighbour that nothing lifted
+) -> Callable[[Memory], Scored]:
+    def score(memory: Memory) -> Scored:
+        routes = candidates[memory.id].routes if memory.id in candidates else {}
+        fit = relevances.get(memory.id, relevance.Relevance(semantic=0.0, dense=0.0, lexical=None))
         semantic = max(fit.semantic, scoring.KEY_MATCH_RELEVANCE) if "key" in routes else fit.semantic
         parts = scoring.Parts(
             semantic=semantic,
@@ -162,16 +158,27 @@ def _score(
             access=scoring.access(memory.access_count),
             lexical=fit.lexical,
         )
-        scored.append(
-            Scored(memory=memory, parts=parts, score=parts.final(weights), routes=sorted(routes) or ["context"])
-        )
-    pool_size = max(scoring.RERANK_POOL_PER_HIT * top_k, scoring.RERANK_POOL_MIN)
+        return Scored(memory=memory, parts=parts, score=parts.final(weights), routes=sorted(routes) or ["context"])
+
+    return score
+
+
+def _rank(
+    memories: dict[UUID, Memory], candidates: dict[UUID, Candidate], score: Callable[[Memory], Scored], *, top_k: int
+) -> list[Scored]:
+    """Score every candidate (and every neighbour the lifts reached), then rerank the
+    relevance shortlist by the weighted formula."""
+    scored = [score(memory) for memory in memories.values()]
+    scored = [item for item in scored if item.memory.id in candidates or item.parts.semantic > 0]
     by_relevance = sorted(scored, key=lambda item: item.parts.semantic, reverse=True)
-    pool = by_relevance[:pool_size] + [
-        item for item in by_relevance[pool_size:] if {"key", "recency"} & set(item.routes)
+    floor = scoring.RELEVANCE_FLOOR * by_relevance[0].parts.semantic if by_relevance else 0.0
+    shortlist = [
+        item
+        for position, item in enumerate(by_relevance)
+        if item.parts.semantic >= floor or position < top_k or {"key", "recency"} & set(item.routes)
     ]
-    pool.sort(key=lambda item: (item.score, item.memory.created_at), reverse=True)
-    return pool
+    shortlist.sort(key=lambda item: (item.score, item.memory.created_at), reverse=True)
+    return shortlist
 
 
 def _explain(routes: dict[str, RouteRows], ranked: list[Scored], *, top_k: int, weights: scoring.Weights) -> Explain:
@@ -195,12 +202,16 @@ def _explain(routes: dict[str, RouteRows], ranked: list[Scored], *, top_k: int, 
     )
 
 
-async def _with_partners(session: AsyncSession, ranked: list[Scored], *, top_k: int) -> list[SearchHit]:
-    """The top k, each followed by its COEXIST partners (both stay true, so they come
-    back together even past the top k)."""
+async def _with_partners(
+    session: AsyncSession, scope: Scope, ranked: list[Scored], *, top_k: int, score: Callable[[Memory], Scored]
+) -> list[SearchHit]:
+    """The top k, each followed by its COEXIST partners in scope: both stay true, so they
+    come back together, even past the top k and even when no route found the partner."""
     top = ranked[:top_k]
     partners = await repository.coexisting(session, [item.memory.id for item in top])
     by_id = {item.memory.id: item for item in ranked}
+    unfound = {partner for linked in partners.values() for partner in linked} - by_id.keys()
+    by_id |= {memory.id: score(memory) for memory in await repository.load_in_scope(session, scope, list(unfound))}
     order: dict[UUID, None] = {}
     for item in top:
         order[item.memory.id] = None
@@ -266,8 +277,9 @@ async def search(
     relevances = relevance.score(_evidence(routes, loaded, neighbours), query=request.query)
     memories = {memory_id: memory for memory_id, (memory, _) in loaded.items()}
     weights = effective_weights(request, settings)
-    ranked = _score(candidates, memories, relevances, at=at, weights=weights, settings=settings, top_k=request.top_k)
-    hits = await _with_partners(session, ranked, top_k=request.top_k)
+    score = _scorer(candidates, relevances, at=at, weights=weights, settings=settings)
+    ranked = _rank(memories, candidates, score, top_k=request.top_k)
+    hits = await _with_partners(session, scope, ranked, top_k=request.top_k, score=score)
     if request.record_access and not request.as_of:
         await repository.record_access(session, [hit.memory.id for hit in hits], at=at)
     response = SearchResponse(

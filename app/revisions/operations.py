@@ -87,6 +87,9 @@ async def resolve_pending(
     new = await _memory(session, revision.new_memory_id)
     old = await _memory(session, revision.old_memory_id)
     if accept:
+        stale = [memory.id for memory in (new, old) if memory.status not in ("active", "uncertain")]
+        if stale:
+            raise Conflict(f"memories {stale} changed since the judgement; dismiss it and review again")
         await apply(session, revision, new, old, context=context)
     else:
         revision.status, revision.resolved_at = "dismissed", datetime.now(timezone.utc)
@@ -103,12 +106,19 @@ async def rollback(session: AsyncSession, *, revision_id: UUID, context: Context
         raise Conflict(f"revision {revision_id} is already rolled back")
     await memories.lock_namespace(session, revision.namespace)
     first_change: dict[UUID, int] = {}
+    last_change: dict[UUID, int] = {}
     for version in await repository.versions_written_by(session, tag(revision)):
         first_change.setdefault(version.memory_id, version.version)
+        last_change[version.memory_id] = version.version
+    affected = {memory_id: await _memory(session, memory_id) for memory_id in first_change}
+    # Restoring over later changes would undo them silently (a later supersede, a delete).
+    changed_since = [memory_id for memory_id, memory in affected.items() if memory.version != last_change[memory_id]]
+    if changed_since:
+        raise Conflict(f"memories {changed_since} changed after this revision; roll back the later changes first")
     now = datetime.now(timezone.utc)
     restored = []
     for memory_id, version in first_change.items():
-        memory = await _memory(session, memory_id)
+        memory = affected[memory_id]
         before = await repository.version_before(session, memory_id, version)
         if before is None:
             memory.status = "deleted"

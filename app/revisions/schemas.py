@@ -4,9 +4,9 @@ from datetime import datetime
 from typing import Literal, Self
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
-from app.memories.schemas import MemoryOut, Namespace
+from app.memories.schemas import MemoryOut, Namespace, bounded_content
 from app.models import RevisionLog
 
 RevisionStatus = Literal["applied", "pending", "dismissed", "rolled_back", "logged"]
@@ -44,9 +44,11 @@ class RevisionDebug(RevisionOut):
 class ReviseRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    content: str = Field(min_length=1, max_length=8_000, description="The corrected content.")
+    content: str = Field(description="The corrected content.")
     expected_version: int = Field(ge=1, description="The version you read; a newer one means someone else changed it (409).")
     reason: str | None = Field(default=None, max_length=2_000)
+
+    _content = field_validator("content")(bounded_content)
 
 
 class ReviseResponse(BaseModel):

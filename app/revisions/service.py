@@ -126,10 +126,12 @@ async def _apply_conflict(session: AsyncSession, revision: RevisionLog, new: Mem
 
 
 async def _apply_duplicate(session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime) -> None:
-    """Keep the established memory; the restatement is folded into it."""
-    if await _change(session, new, _supersede(old, at=at), changed_by=tag(revision), at=at):
-        await _change(session, old, _set(revised_at=at), changed_by=tag(revision), at=at)
-        await repository.link(session, source=old.id, target=new.id, kind="supersedes", revision_id=revision.id)
+    """Keep one: the established memory, unless only the restatement carries a key (the key
+    is what later same-key updates find it by)."""
+    kept, folded = (new, old) if new.key and not old.key else (old, new)
+    if await _change(session, folded, _supersede(kept, at=at), changed_by=tag(revision), at=at):
+        await _change(session, kept, _set(revised_at=at), changed_by=tag(revision), at=at)
+        await repository.link(session, source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
 
 
 async def _apply_refine(

@@ -138,3 +138,39 @@ async def test_concurrent_writes_of_the_same_content_leave_one_memory(live_clien
             select(func.count()).select_from(Memory).where(Memory.namespace == live_namespace, Memory.status == "active")
         )
     assert count == 1
+
+
+async def test_a_write_stuck_behind_a_busy_namespace_gets_a_503_problem(settings, engine, embedder, database_url):
+    """The lock wait is bounded by the statement timeout; the client gets a retryable 503."""
+    from httpx import ASGITransport
+
+    from app.core.database import create_engine
+    from tests.conftest import _app
+
+    impatient = settings.model_copy(update={"db_statement_timeout_ms": 300})
+    impatient_engine = create_engine(impatient, database_url)
+    app = _app(impatient, impatient_engine, embedder)
+    namespace = "test:busy"
+    try:
+        async with engine.connect() as holder:
+            await holder.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(namespace, 0))))
+            async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as http:
+                response = await http.post("/v1/memories", json={"namespace": namespace, "content": "waits"})
+            await holder.rollback()
+        assert response.status_code == 503
+        assert response.json()["type"] == "/problems/unavailable"
+        assert response.headers["retry-after"] == "1"
+    finally:
+        await impatient_engine.dispose()
+    async with engine.connect() as connection:
+        assert await connection.scalar(select(func.count()).select_from(Memory).where(Memory.namespace == namespace)) == 0
+
+
+async def test_a_keyed_write_is_not_swallowed_by_a_keyless_twin(client: AsyncClient):
+    keyless = (await write(client, content="User prefers green tea.")).json()["memory"]
+    keyed = await write(client, content="User prefers green tea.", key="user:u1:drink")
+    assert keyed.json()["deduplicated"] is False
+    assert keyed.json()["memory"]["key"] == "user:u1:drink"
+    assert keyed.json()["memory"]["id"] != keyless["id"]
+    again = await write(client, content="user prefers green tea.", key="user:u1:drink")
+    assert again.json()["deduplicated"] is True and again.json()["memory"]["id"] == keyed.json()["memory"]["id"]

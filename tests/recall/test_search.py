@@ -2,6 +2,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from httpx import AsyncClient
+from sqlalchemy import text
 
 
 async def write(client: AsyncClient, content: str, namespace: str = "user:s1", **fields) -> dict:
@@ -147,13 +148,17 @@ async def test_explain_names_routes_and_why_candidates_missed(client, filler):
     assert explain["weights"] == {"semantic": 0.4, "recency": 0.3, "confidence": 0.2, "access": 0.1}
 
 
-async def test_cache_serves_repeats_and_a_write_invalidates(client, filler):
+async def test_cache_serves_repeats_and_a_write_invalidates(client, filler, db_session):
     first = await search(client, "cats", top_k=2)
+    cat = filler[3]
+    assert ids(first)[0] == cat["id"]
+    # Changed behind the service's back (no ORM write): only a cached answer still shows the old text.
+    await db_session.execute(text("UPDATE memories SET content = 'changed' WHERE id = :id"), {"id": cat["id"]})
     again = await search(client, "cats", top_k=2)
-    assert ids(first) == ids(again)
+    assert again["hits"][0]["memory"]["content"] == cat["content"]
     new = await write(client, "User adopted a third cat called Natto.")
     after_write = await search(client, "cats", top_k=2)
-    assert new["id"] in ids(after_write)
+    assert new["id"] in ids(after_write)  # the write dropped the cached answer
 
 
 @pytest.mark.parametrize(
@@ -176,3 +181,10 @@ async def test_bad_search_requests_get_problem_details(client, body):
     response = await client.post("/v1/memories/search", json=body)
     assert response.status_code == 422, response.text
     assert response.json()["type"] == "/problems/validation"
+
+
+async def test_lexical_route_falls_back_to_trigrams_for_a_misspelt_name(client, filler):
+    target = await write(client, "Invoice INV-88231 was paid by Zbigniew.", created_at="2026-01-01T00:00:00+00:00")
+    result = await search(client, "Zbignew", top_k=1, explain=True)
+    assert [c["memory_id"] for c in result["explain"]["routes"]["lexical"]] == [target["id"]]
+    assert ids(result) == [target["id"]]

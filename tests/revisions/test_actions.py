@@ -111,3 +111,15 @@ async def test_dismissing_a_pending_judgement_releases_the_new_memory(client, sc
 async def test_unknown_revision_is_404(client, unknown):
     response = await client.post(f"/v1/revisions/00000000-0000-4000-8000-000000000000/{unknown}")
     assert response.status_code == 404 and response.json()["type"] == "/problems/not-found"
+
+
+async def test_a_coexisting_partner_comes_back_even_when_no_route_found_it(client, scripted_llm, settings, monkeypatch):
+    scripted_llm.decide = every_candidate("COEXIST")
+    first = (await write(client, "User has piano lessons on Saturday mornings."))["memory"]
+    second = (await write(client, "User has swimming lessons on Saturday afternoons."))["memory"]
+    monkeypatch.setattr(settings, "search_route_candidates", 1)
+    monkeypatch.setattr(settings, "search_recency_candidates", 0)
+    result = (await client.post("/v1/memories/search", json={"query": "piano", "namespace": NS, "top_k": 1, "explain": True})).json()
+    found_by_routes = {c["memory_id"] for rows in result["explain"]["routes"].values() for c in rows}
+    assert second["id"] not in found_by_routes
+    assert [hit["memory"]["id"] for hit in result["hits"]] == [first["id"], second["id"]]

@@ -1,0 +1,269 @@
+"""Reviewers turn an ended task into lesson drafts, behind one interface: rules for what a
+program can see (offline default), and an LLM through litellm that falls back to the rules
+when it gives no usable answer, and says so."""
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Protocol, Self
+
+import jsonschema
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from app.core.settings import Settings
+from app.llm.client import ask_json
+from app.memories.records import normalise
+from app.reflections.schemas import Attribution, PathType, Scope
+from app.reflections.tasks import Task, clip, unexpected
+
+# A rule sees a fact, but one task is one observation: 1 - 1/(1+1), the dedup formula's
+# value for a lesson seen once, so it stays `observing` until it happens again.
+RULE_CONFIDENCE = 0.5
+UNSURE_CONFIDENCE = 0.3
+_PROMPT_FIELD_CHARS = 500
+_JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"), (dict, "object"))
+_MISSING_FIELD = re.compile(r"^'(.+)' is a required property")
+_WHEN_DO = re.compile(r"^\s*(when|whenever|if|before|after)\b.+,\s*\S|^\s*(当|如果|在).+[，,]\s*\S", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    lesson: str
+    scope: str
+    attribution: str
+    path_type: str
+    confidence: float
+    situation: str = ""
+    action: str = ""
+    outcome: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    drafts: list[Draft]
+    reviewer: str
+    prompt: str | None = None
+    response: str | None = None
+    note: str | None = None  # e.g. why the LLM's answer was not used
+
+
+class Reviewer(Protocol):
+    async def review(self, task: Task) -> Review: ...
+
+
+def _json_type(value: Any) -> str:
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "null")
+
+
+def _schema_error(args: dict[str, Any], schema: dict[str, Any]) -> jsonschema.ValidationError | None:
+    try:
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        return jsonschema.exceptions.best_match(validator.iter_errors(args))
+    except jsonschema.SchemaError:
+        return None  # a broken schema teaches nothing about the arguments
+
+
+def _param_lesson(tool: str, error: jsonschema.ValidationError) -> tuple[str, str]:
+    """(lesson, what the call did) for the first way the arguments broke the schema."""
+    field = ".".join(str(part) for part in error.absolute_path) or "the arguments"
+    if error.validator == "type":
+        expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return (
+            f"When calling {tool}, pass `{field}` as {' or '.join(expected)}.",
+            f"passed `{field}` = {json.dumps(error.instance, default=str)} ({_json_type(error.instance)})",
+        )
+    if error.validator == "required" and (missing := _MISSING_FIELD.match(error.message)):
+        return f"When calling {tool}, include the required field `{missing.group(1)}`.", f"left out `{missing.group(1)}`"
+    return (
+        f"When calling {tool}, make `{field}` satisfy the input schema ({error.validator}: {error.validator_value}).",
+        f"passed `{field}` = {json.dumps(error.instance, default=str)}",
+    )
+
+
+def _outcome(call: dict[str, Any]) -> str:
+    return f"{call['status']}: {call.get('error') or call.get('result') or 'no detail'}"
+
+
+class RuleReviewer:
+    """Lessons a program can see for itself: arguments that break the tool's schema, a timeout
+    a retry got past, and the same failing call repeated."""
+
+    name = "rules"
+
+    async def review(self, task: Task) -> Review:
+        drafts = self._param_errors(task) + self._timeouts_retried(task) + self._repeated_failures(task)
+        return Review(drafts=drafts, reviewer=self.name)
+
+    def _param_errors(self, task: Task) -> list[Draft]:
+        schemas = {call["tool"]: call["input_schema"] for call in task.tool_calls if call.get("input_schema")}
+        drafts = []
+        for index, call in enumerate(task.tool_calls):
+            schema = schemas.get(call["tool"])
+            error = _schema_error(call.get("args") or {}, schema) if schema else None
+            if error is None:
+                continue
+            lesson, action = _param_lesson(call["tool"], error)
+            fixed_later = any(
+                later["tool"] == call["tool"] and later.get("status") == "ok" and _schema_error(later.get("args") or {}, schema) is None
+                for later in task.tool_calls[index + 1 :]
+            )
+            drafts.append(
+                Draft(
+                    lesson=lesson,
+                    scope=f"tool:{call['tool']}",
+                    attribution="param_error",
+                    path_type="verified" if fixed_later else "falsified",
+                    confidence=RULE_CONFIDENCE,
+                    situation=f"calling {call['tool']}",
+                    action=action,
+                    outcome=f"{_outcome(call)}; {error.message}",
+                )
+            )
+        return drafts
+
+    def _timeouts_retried(self, task: Task) -> list[Draft]:
+        calls = task.tool_calls
+        recovered = {
+            call["tool"]
+            for index, call in enumerate(calls)
+            if call.get("status") == "timeout"
+            and any(later["tool"] == call["tool"] and later.get("status") == "ok" for later in calls[index + 1 :])
+        }
+        # No wait time in the lesson: how long to back off is the environment's, not the lesson's.
+        return [
+            Draft(
+                lesson=f"When {tool} times out, retry the call with exponential backoff instead of giving up.",
+                scope=f"tool:{tool}",
+                attribution="external_env",
+                path_type="verified",
+                confidence=RULE_CONFIDENCE,
+                situation=f"{tool} timed out",
+                action="retried the same call",
+                outcome="a retry succeeded",
+            )
+            for tool in sorted(recovered)
+        ]
+
+    def _repeated_failures(self, task: Task) -> list[Draft]:
+        failures = Counter(
+            (call["tool"], json.dumps(call.get("args") or {}, sort_keys=True, default=str))
+            for call in task.tool_calls
+            if call.get("status") == "error"
+        )
+        return [
+            Draft(
+                lesson=f"When {tool} fails, change the arguments or the plan before calling it again; do not repeat the identical call.",
+                scope=f"tool:{tool}",
+                attribution="planning_flaw",
+                path_type="falsified",
+                confidence=RULE_CONFIDENCE,
+                situation=f"{tool} failed",
+                action=f"repeated the identical call {count} times with {args}",
+                outcome="every repeat failed the same way",
+            )
+            for (tool, args), count in failures.items()
+            if count >= 2
+        ]
+
+
+SYSTEM_PROMPT = """You review an AI agent's finished task to learn from what did not go as \
+expected. Look ONLY at the items under "unexpected"; everything that went as planned needs no \
+lesson. For each unexpected item, first attribute its cause to exactly one of:
+- param_error: the agent passed wrong or malformed arguments;
+- tool_limit: the tool cannot do what was asked;
+- planning_flaw: wrong plan, wrong order, or repeating what already failed;
+- external_env: network, rate limits, outages, anything outside the agent's control;
+- unverified: the events do not show the cause. When unsure, choose unverified with confidence 0.3.
+Then write one lesson in the form "When <situation>, <do this>." that would have avoided it. \
+Never invent a fixed wait time. scope is "tool:<tool name>" for a lesson about one tool, \
+"task:<task type>" for the task as a whole. path_type is "verified" when the events show the \
+recommended action working, "falsified" when the lesson warns against an action that failed, \
+"tentative" otherwise. Answer with JSON only:
+{"lessons": [{"situation": "...", "action": "what the agent did", "outcome": "what happened", \
+"attribution": "...", "lesson": "When ..., ...", "scope": "tool:...", \
+"path_type": "verified|falsified|tentative", "confidence": <0..1>}]}"""
+
+
+class _LLMLesson(BaseModel):
+    situation: str = Field(max_length=2_000)
+    action: str = Field(max_length=2_000)
+    outcome: str = Field(max_length=2_000)
+    attribution: Attribution
+    lesson: str = Field(min_length=1, max_length=2_000)
+    scope: Scope
+    path_type: PathType
+    confidence: float = Field(ge=0, le=1)
+
+    @field_validator("lesson")
+    @classmethod
+    def _when_do(cls, lesson: str) -> str:
+        if not _WHEN_DO.match(lesson):
+            raise ValueError('a lesson reads "When <situation>, <do this>"')
+        return lesson
+
+    @model_validator(mode="after")
+    def _unsure_is_weak(self) -> Self:
+        if self.attribution == "unverified":
+            self.confidence = min(self.confidence, UNSURE_CONFIDENCE)
+        return self
+
+
+class _LLMAnswer(BaseModel):
+    lessons: list[_LLMLesson] = Field(max_length=10)
+
+
+def _user_prompt(task: Task) -> str:
+    events, _ = clip(task.events, _PROMPT_FIELD_CHARS)
+    context = {"task_id": task.task_id, "task_type": task.task_type, "agent_role": task.agent_role, "domain": task.domain}
+    return json.dumps(
+        {"task": context, "unexpected": clip(unexpected(task), _PROMPT_FIELD_CHARS)[0], "events": events, "end": task.end},
+        ensure_ascii=False,
+        default=str,
+    )
+
+
+class LLMReviewer:
+    def __init__(self, *, model: str, timeout_seconds: float, retries: int, fallback: Reviewer) -> None:
+        self._model = model
+        self._timeout = timeout_seconds
+        self._retries = retries
+        self._fallback = fallback
+
+    async def review(self, task: Task) -> Review:
+        exchange = await ask_json(
+            model=self._model,
+            system=SYSTEM_PROMPT,
+            user=_user_prompt(task),
+            schema=_LLMAnswer,
+            timeout_seconds=self._timeout,
+            retries=self._retries,
+        )
+        if exchange.answer is not None:
+            drafts = [Draft(**lesson.model_dump()) for lesson in exchange.answer.lessons]
+            return Review(drafts, reviewer=f"llm:{self._model}", prompt=exchange.prompt, response=exchange.response)
+        fallback = await self._fallback.review(task)
+        return Review(
+            fallback.drafts,
+            reviewer=fallback.reviewer,
+            prompt=exchange.prompt,
+            response=exchange.response,
+            note=f"llm:{self._model} gave no usable answer ({exchange.error}); the rule reviewer decided",
+        )
+
+
+def distinct(drafts: list[Draft]) -> list[Draft]:
+    """One draft per (scope, lesson): a task that made one mistake twice teaches it once."""
+    seen: dict[tuple[str, str], Draft] = {}
+    for draft in drafts:
+        seen.setdefault((draft.scope, normalise(draft.lesson)), draft)
+    return list(seen.values())
+
+
+def build_reviewer(settings: Settings) -> Reviewer:
+    rules = RuleReviewer()
+    if not settings.llm_model:
+        return rules
+    return LLMReviewer(
+        model=settings.llm_model, timeout_seconds=settings.llm_timeout_seconds, retries=settings.llm_retries, fallback=rules
+    )
