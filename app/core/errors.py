@@ -98,6 +98,19 @@ async def _app_error_handler(_: Request, error: AppError) -> JSONResponse:
     return problem_response(problem_of(error))
 
 
+def validation_problem(raw_errors: Any) -> dict[str, Any]:
+    """The 422 problem for pydantic errors, naming the first field in `detail`."""
+    errors = validation_errors(raw_errors)
+    first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+    return problem_body(
+        type=Unprocessable.type,
+        title=Unprocessable.title,
+        status=422,
+        detail=f"{'.'.join(first['loc']) or 'request'}: {first['msg']}",
+        errors=errors,
+    )
+
+
 async def _request_validation_handler(_: Request, error: RequestValidationError) -> JSONResponse:
     errors = validation_errors(error.errors())
     if any(item["type"] == "json_invalid" for item in errors):
@@ -109,14 +122,7 @@ async def _request_validation_handler(_: Request, error: RequestValidationError)
             errors=errors,
         )
     else:
-        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
-        body = problem_body(
-            type=Unprocessable.type,
-            title=Unprocessable.title,
-            status=422,
-            detail=f"{'.'.join(first['loc'])}: {first['msg']}",
-            errors=errors,
-        )
+        body = validation_problem(error.errors())
     return problem_response(body)
 
 

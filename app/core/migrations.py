@@ -1,5 +1,6 @@
 """Run alembic from code, and tell whether the database is at the latest revision."""
 
+from functools import cache
 from pathlib import Path
 
 from alembic import command
@@ -23,6 +24,7 @@ def upgrade_to_head(url: str) -> None:
     command.upgrade(alembic_config(url), "head")
 
 
+@cache  # the scripts on disk do not change while the process runs
 def head_revision() -> str:
     script = ScriptDirectory.from_config(Config(str(ALEMBIC_INI)))
     head = script.get_current_head()

@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.errors import AppError, NotFound, problem_body, problem_of, validation_errors
+from app.core.errors import AppError, NotFound, problem_of, validation_problem
 from app.core.settings import Settings
 from app.memories import records, repository
 from app.memories.schemas import (
@@ -119,17 +119,7 @@ def _parse_item(raw: dict[str, Any]) -> MemoryWrite:
     try:
         request = MemoryWrite.model_validate(raw)
     except ValidationError as error:
-        errors = validation_errors(error.errors())
-        first = errors[0]
-        raise _ItemRejected(
-            problem_body(
-                type="/problems/validation",
-                title="Validation failed",
-                status=422,
-                detail=f"{'.'.join(first['loc']) or 'item'}: {first['msg']}",
-                errors=errors,
-            )
-        ) from error
+        raise _ItemRejected(validation_problem(error.errors())) from error
     try:
         refuse_sensitive(request.content, request.query_hint)
     except AppError as error:

@@ -1,9 +1,11 @@
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from app.core.database import SessionDep
+from app.core.dependencies import EngineDep
+from app.core.migrations import head_revision
 from app.memories import service as memories
 from app.memories.schemas import RecentResponse
 from app.ops import service
@@ -18,9 +20,9 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz")
-async def readyz(request: Request) -> JSONResponse:
+async def readyz(engine: EngineDep) -> JSONResponse:
     """Ready when the database answers and its schema is at the latest migration."""
-    report = await service.readiness(request.app.state.engine, expected_revision=request.app.state.head_revision)
+    report = await service.readiness(engine, expected_revision=head_revision())
     return JSONResponse(report, status_code=200 if report["ready"] else 503)
 
 

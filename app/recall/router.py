@@ -1,23 +1,33 @@
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
 
 from app.core.database import SessionDep
-from app.core.dependencies import EmbedderDep, SettingsDep
+from app.core.dependencies import EmbedderDep, ReadSessionsDep, SettingsDep
 from app.recall import service
+from app.recall.cache import SearchCache
 from app.recall.schemas import SearchRequest, SearchResponse
 
 router = APIRouter(prefix="/v1/memories", tags=["search"])
 
 
+def get_search_cache(request: Request) -> SearchCache:
+    return request.app.state.search_cache
+
+
+SearchCacheDep = Annotated[SearchCache, Depends(get_search_cache)]
+
+
 @router.post("/search", response_model=SearchResponse)
 async def search_memories(
-    body: SearchRequest, request: Request, session: SessionDep, embedder: EmbedderDep, settings: SettingsDep
+    body: SearchRequest,
+    session: SessionDep,
+    embedder: EmbedderDep,
+    settings: SettingsDep,
+    read_sessions: ReadSessionsDep,
+    cache: SearchCacheDep,
 ) -> SearchResponse:
     """Recall memories through the key, vector, recency and lexical routes, reranked by weighted score."""
     return await service.search(
-        session,
-        request=body,
-        embedder=embedder,
-        settings=settings,
-        read_sessions=request.app.state.read_sessions,
-        cache=request.app.state.search_cache,
+        session, request=body, embedder=embedder, settings=settings, read_sessions=read_sessions, cache=cache
     )

@@ -2,9 +2,10 @@
 
 With HINDSIGHT_REVISION_MODE=async, a write stores the memory and defers its revision to
 a worker through this Postgres-backed queue, so writes stay fast and no extra service is
-needed. The SQL is procrastinate's own (pinned with the package), applied here so one
-`alembic upgrade` prepares everything. It holds many statements and dollar-quoted bodies,
-so it runs through the driver's simple-query protocol.
+needed. The SQL is procrastinate 3.10.0's own schema, frozen beside this file so the
+migration means the same thing whatever version is installed later (a procrastinate
+upgrade brings its own migration). It holds many statements and dollar-quoted bodies, so
+it runs through the driver's simple-query protocol.
 
 Revision ID: 0005
 Revises: 0004
@@ -12,9 +13,9 @@ Create Date: 2026-12-01
 """
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from alembic import op
-from procrastinate.schema import SchemaManager
 from sqlalchemy.util import await_only
 
 revision: str = "0005"
@@ -28,8 +29,11 @@ def _run_script(sql: str) -> None:
     await_only(driver_connection.execute(sql))
 
 
+SCHEMA = Path(__file__).resolve().parents[1] / "sql" / "procrastinate-3.10.0-schema.sql"
+
+
 def upgrade() -> None:
-    _run_script(SchemaManager.get_schema())
+    _run_script(SCHEMA.read_text(encoding="utf-8"))
 
 
 def downgrade() -> None:
