@@ -24,6 +24,7 @@ from app.models import EMBEDDING_DIM
 from app.ops.router import router as ops_router
 from app.recall.cache import SearchCache
 from app.recall.router import router as recall_router
+from app.reflections.router import router as reflections_router
 from app.revisions import queue
 from app.revisions.judges import build_judge
 from app.revisions.router import router as revisions_router
@@ -75,6 +76,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     install_error_handlers(app)
     app.include_router(recall_router)
     app.include_router(memories_router)
+    app.include_router(reflections_router)
     app.include_router(revisions_router)
     app.include_router(maintenance_router)
     app.include_router(ops_router)

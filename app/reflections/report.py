@@ -10,7 +10,8 @@ _ADVICE = {"verified": "recommendation", "tentative": "recommendation (tentative
 
 
 def _line(lesson: Reflection) -> str:
-    conflict = " · ⚠ conflicts with " + ", ".join(f"`{other[:8]}`" for other in lesson.metadata_.get("conflicts_with", [])) if lesson.conflict_flag else ""
+    others = ", ".join(f"`{other[:8]}`" for other in lesson.metadata_.get("conflicts_with", []))
+    conflict = f" · ⚠ conflicts with {others}" if lesson.conflict_flag else ""
     one_line = " ".join(lesson.lesson.split())
     return (
         f"- **{lesson.status}** {_ADVICE[lesson.path_type]}: {one_line}\n"

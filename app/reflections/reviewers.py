@@ -24,7 +24,9 @@ UNSURE_CONFIDENCE = 0.3
 _PROMPT_FIELD_CHARS = 500
 _JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"), (dict, "object"))
 _MISSING_FIELD = re.compile(r"^'(.+)' is a required property")
-_WHEN_DO = re.compile(r"^\s*(when|whenever|if|before|after)\b.+,\s*\S|^\s*(当|如果|在).+[，,]\s*\S", re.IGNORECASE | re.DOTALL)
+_WHEN_DO = re.compile(
+    r"^\s*(when|whenever|if|before|after)\b.+,\s*\S|^\s*(当|如果|在).+[，,]\s*\S", re.IGNORECASE | re.DOTALL
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +107,9 @@ class RuleReviewer:
                 continue
             lesson, action = _param_lesson(call["tool"], error)
             fixed_later = any(
-                later["tool"] == call["tool"] and later.get("status") == "ok" and _schema_error(later.get("args") or {}, schema) is None
+                later["tool"] == call["tool"]
+                and later.get("status") == "ok"
+                and _schema_error(later.get("args") or {}, schema) is None
                 for later in task.tool_calls[index + 1 :]
             )
             drafts.append(
@@ -153,7 +157,8 @@ class RuleReviewer:
         )
         return [
             Draft(
-                lesson=f"When {tool} fails, change the arguments or the plan before calling it again; do not repeat the identical call.",
+                lesson=f"When {tool} fails, change the arguments or the plan before calling it again; "
+                "do not repeat the identical call.",
                 scope=f"tool:{tool}",
                 attribution="planning_flaw",
                 path_type="falsified",

@@ -47,15 +47,20 @@ async def replay_task(
 
 
 @router.post("/v1/reflections", status_code=status.HTTP_201_CREATED, response_model=LessonWriteResponse)
-async def write_lesson(body: LessonWrite, session: SessionDep, settings: SettingsDep, embedder: EmbedderDep) -> JSONResponse:
+async def write_lesson(
+    body: LessonWrite, session: SessionDep, settings: SettingsDep, embedder: EmbedderDep
+) -> JSONResponse:
     """Store a lesson; one that repeats an existing lesson is merged into it (200, merged_into)."""
     lesson, merged = await service.write_lesson(session, request=body, settings=settings, embedder=embedder)
     response = LessonWriteResponse(lesson=LessonOut.of(lesson), merged_into=lesson.id if merged else None)
-    return JSONResponse(response.model_dump(mode="json"), status_code=status.HTTP_200_OK if merged else status.HTTP_201_CREATED)
+    code = status.HTTP_200_OK if merged else status.HTTP_201_CREATED
+    return JSONResponse(response.model_dump(mode="json"), status_code=code)
 
 
 @router.post("/v1/reflections/search", response_model=LessonSearchResponse)
-async def search_lessons(body: LessonSearch, session: SessionDep, settings: SettingsDep, embedder: EmbedderDep) -> LessonSearchResponse:
+async def search_lessons(
+    body: LessonSearch, session: SessionDep, settings: SettingsDep, embedder: EmbedderDep
+) -> LessonSearchResponse:
     """Recall active lessons for what the agent is about to do: recommendations and warnings."""
     return await service.search(session, request=body, settings=settings, embedder=embedder)
 
@@ -73,7 +78,9 @@ async def get_lesson(lesson_id: LessonID, session: SessionDep) -> LessonResponse
 
 
 @router.post("/v1/reflections/{lesson_id}/feedback", response_model=LessonResponse)
-async def lesson_feedback(lesson_id: LessonID, body: LessonFeedback, session: SessionDep, settings: SettingsDep) -> LessonResponse:
+async def lesson_feedback(
+    lesson_id: LessonID, body: LessonFeedback, session: SessionDep, settings: SettingsDep
+) -> LessonResponse:
     """Say whether a recalled lesson helped: useful raises its confidence, not useful lowers it more."""
     lesson = await service.lesson_feedback(session, lesson_id=lesson_id, useful=body.useful, settings=settings)
     return LessonResponse(lesson=LessonOut.of(lesson))
@@ -81,7 +88,10 @@ async def lesson_feedback(lesson_id: LessonID, body: LessonFeedback, session: Se
 
 @router.post("/v1/memories/{memory_id}/feedback", response_model=MemoryFeedbackResponse)
 async def memory_feedback(
-    memory_id: Annotated[UUID, Path(description="The memory's id.")], body: MemoryFeedback, session: SessionDep, settings: SettingsDep
+    memory_id: Annotated[UUID, Path(description="The memory's id.")],
+    body: MemoryFeedback,
+    session: SessionDep,
+    settings: SettingsDep,
 ) -> MemoryFeedbackResponse:
     """Say whether a recalled memory helped; its confidence, and so its search rank, follows."""
     memory = await service.memory_feedback(session, memory_id=memory_id, useful=body.useful, settings=settings)

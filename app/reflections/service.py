@@ -127,7 +127,8 @@ async def record_events(
     accepted = len(request.events)
     if request.task_end is None:
         return EventsResponse(accepted=accepted, lessons=[])
-    task = _task(request.namespace, request.task_id, await _stored(session, namespace=request.namespace, task_id=request.task_id))
+    stored = await _stored(session, namespace=request.namespace, task_id=request.task_id)
+    task = _task(request.namespace, request.task_id, stored)
     reasons = triggers(task, min_steps=settings.review_min_steps)
     if not reasons:
         return EventsResponse(accepted=accepted, lessons=[])
@@ -283,7 +284,7 @@ async def write_lesson(
     session: AsyncSession, *, request: LessonWrite, settings: Settings, embedder: EmbeddingProvider
 ) -> tuple[Reflection, bool]:
     """Store a lesson written by hand or by the agent; (lesson, merged into an existing one)."""
-    draft = Draft(**request.model_dump(include={"lesson", "scope", "attribution", "path_type", "confidence", "situation", "action", "outcome"}))
+    draft = Draft(**request.model_dump(include=set(Draft.__dataclass_fields__)))
     origin = Origin(
         namespace=request.namespace,
         agent_role=request.agent_role,
@@ -333,8 +334,8 @@ async def search(
         embedding=await embedder.embed_query(request.query),
         limit=settings.lesson_search_candidates,
     )
-    hits = sorted((_hit(lesson, similarity, at=at, settings=settings) for lesson, similarity in candidates), key=lambda hit: hit.score, reverse=True)
-    hits = hits[: request.top_k]
+    scored = (_hit(lesson, similarity, at=at, settings=settings) for lesson, similarity in candidates)
+    hits = sorted(scored, key=lambda hit: hit.score, reverse=True)[: request.top_k]
     await repository.record_hits(
         session,
         [hit.id for hit in hits],

@@ -7,7 +7,6 @@ from httpx import AsyncClient
 
 from app.reflections.dependencies import get_reviewer
 from app.reflections.reviewers import LLMReviewer, RuleReviewer
-from app.reflections.router import router
 
 NS = "agent:a1"
 ORDER_SCHEMA = {
@@ -15,14 +14,6 @@ ORDER_SCHEMA = {
     "properties": {"order_id": {"type": "string"}, "include_items": {"type": "boolean"}},
     "required": ["order_id"],
 }
-
-
-@pytest.fixture(autouse=True)
-def reflections_routes(client: AsyncClient) -> None:
-    """Until app/main.py includes the reflections router, the tests include it themselves."""
-    app = client._transport.app
-    if not any(getattr(route, "path", None) == "/v1/events" for route in app.routes):
-        app.include_router(router)
 
 
 def tool_call(tool: str, args: dict, status: str = "ok", **fields) -> dict:
