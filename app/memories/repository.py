@@ -91,9 +91,9 @@ async def lock_namespace(session: AsyncSession, namespace: str) -> None:
     await session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(namespace, 0))))
 
 
-def _unexpired() -> ColumnElement[bool]:
-    """Expired memories are gone for every purpose but history."""
-    return or_(Memory.expires_at.is_(None), Memory.expires_at > func.now())
+def unexpired(memory: type[Memory] = Memory, at: datetime | None = None) -> ColumnElement[bool]:
+    """Expired memories are gone for every purpose but history (as of `at`, default now)."""
+    return or_(memory.expires_at.is_(None), memory.expires_at > (func.now() if at is None else at))
 
 
 async def find_active_by_hash(
@@ -107,7 +107,7 @@ async def find_active_by_hash(
             Memory.content_hash == content_hash,
             true() if key is None else Memory.key == key,
             Memory.status == "active",
-            _unexpired(),
+            unexpired(),
         )
         .order_by(Memory.created_at)
         .limit(1)
@@ -127,7 +127,7 @@ async def nearest_active(
 ) -> list[tuple[Memory, float]]:
     """Exact cosine neighbours among the namespace's active memories. The namespace is
     filtered first (materialised) so the ANN index cannot drop rows from a small namespace."""
-    conditions = [Memory.namespace == namespace, Memory.status == "active", Memory.embedding.is_not(None), _unexpired()]
+    conditions = [Memory.namespace == namespace, Memory.status == "active", Memory.embedding.is_not(None), unexpired()]
     if exclude:
         conditions.append(Memory.id.not_in(exclude))
     if memory_types:

@@ -24,6 +24,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from app.memories.repository import unexpired
 from app.models import Memory, MemoryRelation, MemoryVersion
 
 RouteRows = list[tuple[UUID, float]]
@@ -69,7 +70,7 @@ def _in_scope(scope: Scope, memory: type[Memory] = Memory) -> list[ColumnElement
         memory.namespace.in_(scope.namespaces),
         (_status_at(memory, scope.at) if scope.historical else memory.status).in_(scope.statuses),
         # Expired memories never come back, whatever the status filter says.
-        or_(memory.expires_at.is_(None), memory.expires_at > scope.at),
+        unexpired(memory, scope.at),
         memory.created_at <= scope.at,
     ]
     if scope.memory_types:
