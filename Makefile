@@ -1,4 +1,4 @@
-# Two commands matter: `make run` (serve the API) and `make test`.
+# Two commands matter: `make run` (serve the API and the MCP gateway) and `make test`.
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed-stamp
@@ -15,7 +15,10 @@ $(INSTALLED): pyproject.toml constraints.txt
 install: $(INSTALLED)
 
 run: install
-	$(PY) -m app serve
+	$(PY) -m app serve & api=$$!; \
+	$(PY) -m app.gateway & gateway=$$!; \
+	trap 'kill $$api $$gateway 2>/dev/null' INT TERM EXIT; \
+	wait $$api
 
 test: install
 	$(PY) -m pytest -q

@@ -4,9 +4,10 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.auth import get_access, warn_if_open
 from app.core.database import (
     check_reachable,
     create_engine,
@@ -47,6 +48,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         url = resolve_database_url(settings)
         logger.info(describe_database(settings, url))
+        warn_if_open(settings.api_keys)
         engine = create_engine(settings, url)
         try:
             await check_reachable(engine)
@@ -74,10 +76,12 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     cache_seconds = 0 if settings.revision_mode == "async" else settings.search_cache_seconds
     app.state.search_cache = SearchCache(ttl_seconds=cache_seconds, max_entries=settings.search_cache_entries)
     install_error_handlers(app)
-    app.include_router(recall_router)
-    app.include_router(memories_router)
-    app.include_router(reflections_router)
-    app.include_router(revisions_router)
-    app.include_router(maintenance_router)
+    # Every route needs a valid key when keys are configured; ops checks its own (health stays open).
+    authenticated = [Depends(get_access)]
+    app.include_router(recall_router, dependencies=authenticated)
+    app.include_router(memories_router, dependencies=authenticated)
+    app.include_router(reflections_router, dependencies=authenticated)
+    app.include_router(revisions_router, dependencies=authenticated)
+    app.include_router(maintenance_router, dependencies=authenticated)
     app.include_router(ops_router)
     return app

@@ -60,6 +60,11 @@ def create_engine(settings: Settings, url: str) -> AsyncEngine:
             "server_settings": {
                 "application_name": "hindsight",
                 "statement_timeout": str(settings.db_statement_timeout_ms),
+                # pgvector's search settings for every connection, not per query (a round
+                # trip saved per search). Iterative scans keep probing when filters (namespace,
+                # status) drop rows, so a small namespace in a big table still fills its top k.
+                "ivfflat.probes": str(settings.ivfflat_probes),
+                "ivfflat.iterative_scan": "relaxed_order",
             },
         },
     )

@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -56,6 +56,8 @@ class Settings(BaseSettings):
     ivfflat_probes: int = Field(default=10, ge=1)
     search_route_candidates: int = Field(default=100, ge=1, le=1_000)
     search_recency_candidates: int = Field(default=10, ge=0, le=1_000)
+    # Most matches the lexical route ranks; LoCoMo namespaces (~600 turns) never reach it.
+    lexical_match_cap: int = Field(default=1_000, ge=1)
     search_cache_seconds: float = Field(default=300, ge=0)
     search_cache_entries: int = Field(default=1_024, ge=0)
 
@@ -101,6 +103,18 @@ class Settings(BaseSettings):
     lesson_penalty_step: float = Field(default=0.1, ge=0, le=1)
     review_min_steps: int = Field(default=5, ge=1)
     event_field_max_chars: int = Field(default=2_000, ge=16)
+
+    # API keys and the MCP gateway. Keys map to the namespace prefixes they may touch, e.g.
+    # {"k1": ["user:u1"], "k2": ["shared:"]}; none configured means an open service.
+    api_keys: dict[str, list[str]] = Field(default_factory=dict, repr=False)
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 8080
+    gateway_path: str = "/mcp"
+    gateway_api_url: str = "http://127.0.0.1:8000"
+    # An agent waits on every tool call: past this it goes on without memory (a degraded result).
+    gateway_timeout_seconds: float = Field(default=5.0, gt=0)
+    # Sent when the MCP client gives no Authorization header (stdio clients have none).
+    gateway_api_key: SecretStr | None = None
 
     @field_validator("database_url")
     @classmethod

@@ -9,6 +9,7 @@ import numpy as np
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.auth import Access
 from app.core.errors import AppError, NotFound, problem_of, validation_problem
 from app.core.settings import Settings
 from app.memories import records, repository
@@ -127,7 +128,9 @@ def _parse_item(raw: dict[str, Any]) -> MemoryWrite:
     return request
 
 
-async def write_batch(session: AsyncSession, *, items: list[dict[str, Any]], context: Context) -> list[BatchItemResult]:
+async def write_batch(
+    session: AsyncSession, *, items: list[dict[str, Any]], context: Context, access: Access
+) -> list[BatchItemResult]:
     """Write items in order; a rejected item is reported and rejects nothing else."""
     parsed: dict[int, MemoryWrite] = {}
     results: dict[int, BatchItemResult] = {}
@@ -140,6 +143,7 @@ async def write_batch(session: AsyncSession, *, items: list[dict[str, Any]], con
     for (index, request), embedding in zip(parsed.items(), embeddings, strict=True):
         # Each item in its own savepoint: a refused item rolls back alone and is reported.
         try:
+            access.check(request.namespace)
             async with session.begin_nested():
                 outcome = await _store(session, request=request, embedding=embedding, context=context)
         except AppError as error:
@@ -160,9 +164,10 @@ async def _existing(session: AsyncSession, memory_id: UUID) -> Memory:
     return memory
 
 
-async def detail(session: AsyncSession, *, memory_id: UUID) -> MemoryDetail:
+async def detail(session: AsyncSession, *, memory_id: UUID, access: Access) -> MemoryDetail:
     """A memory with its full history, its supersede chain both ways, and its relations."""
     memory = await _existing(session, memory_id)
+    access.check(memory.namespace)
     return MemoryDetail(
         memory=MemoryOut.of(memory),
         versions=[VersionOut.model_validate(version, from_attributes=True) for version in await repository.versions(session, memory_id)],
@@ -172,11 +177,12 @@ async def detail(session: AsyncSession, *, memory_id: UUID) -> MemoryDetail:
     )
 
 
-async def forget(session: AsyncSession, *, memory_id: UUID) -> None:
+async def forget(session: AsyncSession, *, memory_id: UUID, access: Access) -> None:
     """Soft delete: the memory leaves search but stays readable with its history."""
     memory = await repository.get(session, memory_id, for_update=True)
     if memory is None:
         raise NotFound(f"no memory with id {memory_id}")
+    access.check(memory.namespace)
     if memory.status != "deleted":
         memory.status = "deleted"
         await repository.save_change(session, memory, changed_by="api")

@@ -3,6 +3,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
+from app.core.auth import AccessDep
 from app.core.database import SessionDep
 from app.core.dependencies import EngineDep
 from app.core.migrations import head_revision
@@ -29,8 +30,10 @@ async def readyz(engine: EngineDep) -> JSONResponse:
 @router.get("/debug/recent", response_model=RecentResponse)
 async def debug_recent(
     session: SessionDep,
+    access: AccessDep,
     n: Annotated[int, Query(ge=1, le=500)] = 50,
     namespace: Annotated[str | None, Query(max_length=200)] = None,
 ) -> RecentResponse:
     """The latest memories with status, version and supersedes chain."""
+    access.check(namespace)
     return RecentResponse(memories=await memories.recent(session, n=n, namespace=namespace))

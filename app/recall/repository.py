@@ -110,17 +110,9 @@ async def key_route(
     return await _rows(session, statement)
 
 
-async def vector_route(
-    session: AsyncSession, scope: Scope, *, embedding: np.ndarray, model: str, probes: int, limit: int
-) -> RouteRows:
-    """Approximate cosine neighbours through the ivfflat index. Iterative scans keep
-    probing when filters (namespace, status) drop rows, so small namespaces still fill."""
-    await session.execute(
-        select(
-            func.set_config("ivfflat.probes", str(probes), True),
-            func.set_config("ivfflat.iterative_scan", "relaxed_order", True),
-        )
-    )
+async def vector_route(session: AsyncSession, scope: Scope, *, embedding: np.ndarray, model: str, limit: int) -> RouteRows:
+    """Approximate cosine neighbours through the ivfflat index (probes and iterative scans
+    are set per connection, see app.core.database.create_engine)."""
     distance = Memory.embedding.cosine_distance(embedding)
     statement = (
         select(Memory.id, (1 - distance).label("similarity"))
@@ -143,17 +135,27 @@ async def recency_route(session: AsyncSession, scope: Scope, *, limit: int) -> R
     return await _rows(session, statement)
 
 
-async def lexical_route(session: AsyncSession, scope: Scope, *, tsquery: str, text: str, limit: int) -> RouteRows:
+async def lexical_route(
+    session: AsyncSession, scope: Scope, *, tsquery: str, text: str, limit: int, match_cap: int
+) -> RouteRows:
     """Full-text match over the app's own lexemes (CJK bigrams, stemmed English words). When
     no word matches, trigram similarity (the GIN pg_trgm index) catches misspelt names and
-    codes: "Zbignew" still finds Zbigniew."""
+    codes: "Zbignew" still finds Zbigniew.
+
+    Ranking costs a ts_rank per matching row, and a query made only of common words matches
+    most of a large namespace; so at most `match_cap` matches are ranked."""
     if tsquery:
         query = func.to_tsquery(literal_column("'simple'::regconfig"), tsquery)
-        rank = func.ts_rank(Memory.lexemes, query, LEXICAL_RANK_NORMALISATION)
-        statement = (
-            select(Memory.id, rank.label("rank"))
+        matches = (
+            select(Memory.id, Memory.lexemes, Memory.created_at)
             .where(*_in_scope(scope), Memory.lexemes.op("@@")(query))
-            .order_by(rank.desc(), Memory.created_at.desc())
+            .limit(match_cap)
+            .subquery()
+        )
+        rank = func.ts_rank(matches.c.lexemes, query, LEXICAL_RANK_NORMALISATION)
+        statement = (
+            select(matches.c.id, rank.label("rank"))
+            .order_by(rank.desc(), matches.c.created_at.desc())
             .limit(limit)
         )
         rows = await _rows(session, statement)

@@ -2,6 +2,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
+from app.core.auth import AccessDep
 from app.core.database import SessionDep
 from app.core.dependencies import EmbedderDep, ReadSessionsDep, SettingsDep
 from app.recall import service
@@ -26,8 +27,10 @@ async def search_memories(
     settings: SettingsDep,
     read_sessions: ReadSessionsDep,
     cache: SearchCacheDep,
+    access: AccessDep,
 ) -> SearchResponse:
     """Recall memories through the key, vector, recency and lexical routes, reranked by weighted score."""
+    access.check(*body.all_namespaces)
     return await service.search(
         session, request=body, embedder=embedder, settings=settings, read_sessions=read_sessions, cache=cache
     )

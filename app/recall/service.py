@@ -92,7 +92,7 @@ async def _run_routes(
     async def vector() -> tuple[RouteRows, np.ndarray]:
         embedding = await embedder.embed_query(request.query)
         rows = await in_own_session(
-            repository.vector_route, embedding=embedding, model=embedder.name, probes=settings.ivfflat_probes, limit=limit
+            repository.vector_route, embedding=embedding, model=embedder.name, limit=limit
         )
         return rows, embedding
 
@@ -101,7 +101,11 @@ async def _run_routes(
         vector(),
         in_own_session(repository.recency_route, limit=settings.search_recency_candidates),
         in_own_session(
-            repository.lexical_route, tsquery=or_query(request.query, without=named), text=request.query, limit=limit
+            repository.lexical_route,
+            tsquery=or_query(request.query, without=named),
+            text=request.query,
+            limit=limit,
+            match_cap=settings.lexical_match_cap,
         ),
     )
     routes = {"key": key_rows, "vector": vector_rows, "recency": recency_rows, "lexical": lexical_rows}
@@ -135,6 +139,13 @@ def _evidence(
     return evidence
 
 
+def _semantic(memory_id: UUID, candidates: dict[UUID, Candidate], relevances: dict[UUID, relevance.Relevance]) -> float:
+    fit = relevances.get(memory_id)
+    semantic = fit.semantic if fit else 0.0
+    routes = candidates[memory_id].routes if memory_id in candidates else {}
+    return max(semantic, scoring.KEY_MATCH_RELEVANCE) if "key" in routes else semantic
+
+
 def _scorer(
     candidates: dict[UUID, Candidate],
     relevances: dict[UUID, relevance.Relevance],
@@ -145,10 +156,9 @@ def _scorer(
 ) -> Callable[[Memory], Scored]:
     def score(memory: Memory) -> Scored:
         routes = candidates[memory.id].routes if memory.id in candidates else {}
-        fit = relevances.get(memory.id, relevance.Relevance(semantic=0.0, dense=0.0, lexical=None))
-        semantic = max(fit.semantic, scoring.KEY_MATCH_RELEVANCE) if "key" in routes else fit.semantic
+        fit = relevances.get(memory.id)
         parts = scoring.Parts(
-            semantic=semantic,
+            semantic=_semantic(memory.id, candidates, relevances),
             recency=scoring.recency(
                 last_seen=max(filter(None, (memory.last_accessed_at, memory.created_at))),
                 at=at,
@@ -156,7 +166,7 @@ def _scorer(
             ),
             confidence=memory.confidence,
             access=scoring.access(memory.access_count),
-            lexical=fit.lexical,
+            lexical=fit.lexical if fit else None,
         )
         return Scored(memory=memory, parts=parts, score=parts.final(weights), routes=sorted(routes) or ["context"])
 
@@ -164,18 +174,29 @@ def _scorer(
 
 
 def _rank(
-    memories: dict[UUID, Memory], candidates: dict[UUID, Candidate], score: Callable[[Memory], Scored], *, top_k: int
+    memories: dict[UUID, Memory],
+    candidates: dict[UUID, Candidate],
+    relevances: dict[UUID, relevance.Relevance],
+    score: Callable[[Memory], Scored],
+    *,
+    top_k: int,
 ) -> list[Scored]:
-    """Score every candidate (and every neighbour the lifts reached), then rerank the
-    relevance shortlist by the weighted formula."""
-    scored = [score(memory) for memory in memories.values()]
-    scored = [item for item in scored if item.memory.id in candidates or item.parts.semantic > 0]
-    by_relevance = sorted(scored, key=lambda item: item.parts.semantic, reverse=True)
-    floor = scoring.RELEVANCE_FLOOR * by_relevance[0].parts.semantic if by_relevance else 0.0
+    """Rerank the relevance shortlist by the weighted formula: the memories at least
+    RELEVANCE_FLOOR as relevant as the best, topped up to top_k in relevance order, and
+    whatever the key and recency routes brought. Neighbours the lifts never reached drop out."""
+    semantic = {memory_id: _semantic(memory_id, candidates, relevances) for memory_id in memories}
+    by_relevance = sorted(
+        (memory_id for memory_id in memories if memory_id in candidates or semantic[memory_id] > 0),
+        key=semantic.__getitem__,
+        reverse=True,
+    )
+    floor = scoring.RELEVANCE_FLOOR * semantic[by_relevance[0]] if by_relevance else 0.0
     shortlist = [
-        item
-        for position, item in enumerate(by_relevance)
-        if item.parts.semantic >= floor or position < top_k or {"key", "recency"} & set(item.routes)
+        score(memories[memory_id])
+        for position, memory_id in enumerate(by_relevance)
+        if semantic[memory_id] >= floor
+        or position < top_k
+        or {"key", "recency"} & candidates.get(memory_id, Candidate(memory_id)).routes.keys()
     ]
     shortlist.sort(key=lambda item: (item.score, item.memory.created_at), reverse=True)
     return shortlist
@@ -270,15 +291,16 @@ async def search(
         read_sessions, scope, request=request, embedder=embedder, settings=settings, cache=cache
     )
     candidates = _merge(routes)
-    neighbours = await repository.session_neighbours(
-        session, scope, anchors=list(candidates), width=relevance.NEIGHBOUR_WIDTH
-    )
-    loaded = await repository.load(session, list(candidates) + [other for _, other, _ in neighbours], embedding=embedding)
+    loaded = await repository.load(session, list(candidates), embedding=embedding)
+    in_sessions = [memory_id for memory_id, (memory, _) in loaded.items() if memory.session_id]
+    neighbours = await repository.session_neighbours(session, scope, anchors=in_sessions, width=relevance.NEIGHBOUR_WIDTH)
+    unloaded = list({other for _, other, _ in neighbours} - loaded.keys())
+    loaded |= await repository.load(session, unloaded, embedding=embedding)
     relevances = relevance.score(_evidence(routes, loaded, neighbours), query=request.query)
     memories = {memory_id: memory for memory_id, (memory, _) in loaded.items()}
     weights = effective_weights(request, settings)
     score = _scorer(candidates, relevances, at=at, weights=weights, settings=settings)
-    ranked = _rank(memories, candidates, score, top_k=request.top_k)
+    ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k)
     hits = await _with_partners(session, scope, ranked, top_k=request.top_k, score=score)
     if request.record_access and not request.as_of:
         await repository.record_access(session, [hit.memory.id for hit in hits], at=at)

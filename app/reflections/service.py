@@ -10,6 +10,7 @@ from uuid import UUID
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.auth import Access
 from app.core.errors import Conflict, NotFound
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
@@ -296,10 +297,11 @@ async def write_lesson(
     return learned
 
 
-async def get_lesson(session: AsyncSession, *, lesson_id: UUID, for_update: bool = False) -> Reflection:
+async def get_lesson(session: AsyncSession, *, lesson_id: UUID, access: Access, for_update: bool = False) -> Reflection:
     lesson = await repository.get_lesson(session, lesson_id, for_update=for_update)
     if lesson is None:
         raise NotFound(f"no lesson with id {lesson_id}")
+    access.check(lesson.namespace)
     return lesson
 
 
@@ -349,9 +351,11 @@ async def search(
     )
 
 
-async def lesson_feedback(session: AsyncSession, *, lesson_id: UUID, useful: bool, settings: Settings) -> Reflection:
+async def lesson_feedback(
+    session: AsyncSession, *, lesson_id: UUID, useful: bool, settings: Settings, access: Access
+) -> Reflection:
     """Useful +step, not useful -larger step, capped; useful also clears the hit penalty."""
-    lesson = await get_lesson(session, lesson_id=lesson_id, for_update=True)
+    lesson = await get_lesson(session, lesson_id=lesson_id, access=access, for_update=True)
     lesson.confidence = after_feedback(lesson.confidence, useful=useful, settings=settings)
     if useful:
         lesson.useful_count += 1
@@ -364,11 +368,14 @@ async def lesson_feedback(session: AsyncSession, *, lesson_id: UUID, useful: boo
     return lesson
 
 
-async def memory_feedback(session: AsyncSession, *, memory_id: UUID, useful: bool, settings: Settings) -> Memory:
+async def memory_feedback(
+    session: AsyncSession, *, memory_id: UUID, useful: bool, settings: Settings, access: Access
+) -> Memory:
     """Feedback moves a memory's confidence, which the search rerank weighs."""
     memory = await memories.get(session, memory_id, for_update=True)
     if memory is None:
         raise NotFound(f"no memory with id {memory_id}")
+    access.check(memory.namespace)
     memory.confidence = after_feedback(memory.confidence, useful=useful, settings=settings)
     return await memories.save_change(session, memory, changed_by="feedback")
 

@@ -5,6 +5,7 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.auth import Access
 from app.core.errors import Conflict, NotFound, VersionConflict
 from app.memories import records
 from app.memories import repository as memories
@@ -31,13 +32,21 @@ async def _revision(session: AsyncSession, revision_id: UUID) -> RevisionLog:
 
 
 async def revise(
-    session: AsyncSession, *, memory_id: UUID, content: str, expected_version: int, reason: str | None, context: Context
+    session: AsyncSession,
+    *,
+    memory_id: UUID,
+    content: str,
+    expected_version: int,
+    reason: str | None,
+    context: Context,
+    access: Access,
 ) -> tuple[Memory, RevisionLog]:
     """Replace a memory's content in place; refused (409) unless the caller saw its latest version."""
     refuse_sensitive(content)
     memory = await memories.get(session, memory_id)
     if memory is None:
         raise NotFound(f"no memory with id {memory_id}")
+    access.check(memory.namespace)
     await memories.lock_namespace(session, memory.namespace)
     await session.refresh(memory)
     if memory.version != expected_version:
@@ -77,10 +86,11 @@ async def _release_if_settled(session: AsyncSession, memory: Memory, revision: R
 
 
 async def resolve_pending(
-    session: AsyncSession, *, revision_id: UUID, accept: bool, context: Context
+    session: AsyncSession, *, revision_id: UUID, accept: bool, context: Context, access: Access
 ) -> RevisionLog:
     """Apply (accept) or dismiss a judgement that was held back for low confidence."""
     revision = await _revision(session, revision_id)
+    access.check(revision.namespace)
     if revision.status != "pending":
         raise Conflict(f"revision {revision_id} is {revision.status}, not pending")
     await memories.lock_namespace(session, revision.namespace)
@@ -98,10 +108,13 @@ async def resolve_pending(
     return revision
 
 
-async def rollback(session: AsyncSession, *, revision_id: UUID, context: Context) -> tuple[RevisionLog, list[Memory]]:
+async def rollback(
+    session: AsyncSession, *, revision_id: UUID, context: Context, access: Access
+) -> tuple[RevisionLog, list[Memory]]:
     """Put every memory the revision touched back exactly as it was before it, from
     memory_versions; memories the revision created are deleted (kept in history)."""
     revision = await _revision(session, revision_id)
+    access.check(revision.namespace)
     if revision.status == "rolled_back":
         raise Conflict(f"revision {revision_id} is already rolled back")
     await memories.lock_namespace(session, revision.namespace)

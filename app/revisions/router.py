@@ -3,6 +3,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Path, Query
 
+from app.core.auth import AccessDep
 from app.core.database import SessionDep
 from app.memories.schemas import MemoryOut
 from app.revisions import operations
@@ -27,7 +28,11 @@ RevisionID = Annotated[UUID, Path(description="The revision's id.")]
 
 @router.post("/v1/memories/{memory_id}/revise", response_model=ReviseResponse)
 async def revise_memory(
-    memory_id: Annotated[UUID, Path()], body: ReviseRequest, session: SessionDep, context: RevisionContextDep
+    memory_id: Annotated[UUID, Path()],
+    body: ReviseRequest,
+    session: SessionDep,
+    context: RevisionContextDep,
+    access: AccessDep,
 ) -> ReviseResponse:
     """Correct a memory's content; 409 if `expected_version` is not its current version."""
     memory, revision = await operations.revise(
@@ -37,13 +42,17 @@ async def revise_memory(
         expected_version=body.expected_version,
         reason=body.reason,
         context=context,
+        access=access,
     )
     return ReviseResponse(memory=MemoryOut.of(memory), revision=RevisionOut.of(revision))
 
 
 @router.post("/v1/review", response_model=ReviewResponse)
-async def review_namespace(body: ReviewRequest, session: SessionDep, context: RevisionContextDep) -> ReviewResponse:
+async def review_namespace(
+    body: ReviewRequest, session: SessionDep, context: RevisionContextDep, access: AccessDep
+) -> ReviewResponse:
     """Scan a namespace's recent memories for inconsistencies with older ones, in one batch."""
+    access.check(body.namespace)
     revisions, checked = await operations.review(
         session, namespace=body.namespace, since=body.since, limit=body.limit, context=context
     )
@@ -53,40 +62,52 @@ async def review_namespace(body: ReviewRequest, session: SessionDep, context: Re
 @router.get("/v1/revisions", response_model=RevisionList)
 async def list_revisions(
     session: SessionDep,
+    access: AccessDep,
     namespace: Annotated[str | None, Query(max_length=200)] = None,
     status: RevisionStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=1_000)] = 100,
 ) -> RevisionList:
     """Revisions, newest first; `status=pending` lists the judgements waiting for a decision."""
+    access.check(namespace)
     revisions = await operations.listing(session, namespace=namespace, status=status, limit=limit)
     return RevisionList(revisions=[RevisionOut.of(revision) for revision in revisions])
 
 
 @router.post("/v1/revisions/{revision_id}/apply", response_model=RevisionOut)
-async def apply_revision(revision_id: RevisionID, session: SessionDep, context: RevisionContextDep) -> RevisionOut:
+async def apply_revision(
+    revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep
+) -> RevisionOut:
     """Apply a pending judgement."""
-    return RevisionOut.of(await operations.resolve_pending(session, revision_id=revision_id, accept=True, context=context))
+    revision = await operations.resolve_pending(session, revision_id=revision_id, accept=True, context=context, access=access)
+    return RevisionOut.of(revision)
 
 
 @router.post("/v1/revisions/{revision_id}/dismiss", response_model=RevisionOut)
-async def dismiss_revision(revision_id: RevisionID, session: SessionDep, context: RevisionContextDep) -> RevisionOut:
+async def dismiss_revision(
+    revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep
+) -> RevisionOut:
     """Dismiss a pending judgement; the memories stay as they are."""
-    return RevisionOut.of(await operations.resolve_pending(session, revision_id=revision_id, accept=False, context=context))
+    revision = await operations.resolve_pending(session, revision_id=revision_id, accept=False, context=context, access=access)
+    return RevisionOut.of(revision)
 
 
 @router.post("/v1/revisions/{revision_id}/rollback", response_model=RollbackResponse)
-async def rollback_revision(revision_id: RevisionID, session: SessionDep, context: RevisionContextDep) -> RollbackResponse:
+async def rollback_revision(
+    revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep
+) -> RollbackResponse:
     """Undo a revision: every memory it changed is restored exactly, from its versions."""
-    revision, restored = await operations.rollback(session, revision_id=revision_id, context=context)
+    revision, restored = await operations.rollback(session, revision_id=revision_id, context=context, access=access)
     return RollbackResponse(revision=RevisionOut.of(revision), memories=[MemoryOut.of(memory) for memory in restored])
 
 
 @router.get("/debug/revisions", response_model=RevisionDebugList)
 async def debug_revisions(
     session: SessionDep,
+    access: AccessDep,
     n: Annotated[int, Query(ge=1, le=500)] = 50,
     namespace: Annotated[str | None, Query(max_length=200)] = None,
 ) -> RevisionDebugList:
     """The revision log with each judge's full input and output."""
+    access.check(namespace)
     revisions = await operations.listing(session, namespace=namespace, status=None, limit=n)
     return RevisionDebugList(revisions=[RevisionDebug.model_validate(r, from_attributes=True) for r in revisions])

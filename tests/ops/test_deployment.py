@@ -6,6 +6,8 @@ from pathlib import Path
 
 import yaml
 
+from app.core.settings import Settings
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -40,7 +42,8 @@ def test_container_starts_the_same_entry_point_as_make_run():
     container_command = yaml.safe_load(cmd.group(1))
     makefile = (ROOT / "Makefile").read_text()
     run_recipe = re.search(r"^run:.*\n\t(.+)$", makefile, re.MULTILINE).group(1)
-    make_command = shlex.split(run_recipe.replace("$(PY)", "python"))
+    first_command = re.split(r"[;&]", run_recipe)[0]
+    make_command = shlex.split(first_command.replace("$(PY)", "python"))
     assert container_command[: len(make_command)] == make_command == ["python", "-m", "app", "serve"]
 
 
@@ -52,3 +55,22 @@ def test_revision_worker_runs_from_the_same_image_after_the_api():
     assert worker["depends_on"]["api"]["condition"] == "service_healthy"
     assert api["environment"]["HINDSIGHT_REVISION_MODE"] == "async"
     assert worker["environment"]["DATABASE_URL"] == api["environment"]["DATABASE_URL"]
+
+
+def test_gateway_runs_from_the_same_image_and_reaches_the_api_by_name():
+    services = compose()["services"]
+    gateway, api = services["gateway"], services["api"]
+    assert gateway["build"] == api["build"] == "."
+    assert gateway["command"] == ["python", "-m", "app.gateway", "--host", "0.0.0.0"]
+    assert gateway["ports"] == [f"{Settings().gateway_port}:{Settings().gateway_port}"]
+    assert gateway["depends_on"]["api"]["condition"] == "service_healthy"
+    assert gateway["environment"]["HINDSIGHT_GATEWAY_API_URL"] == "http://api:8000"
+    assert gateway["networks"] == api["networks"]
+
+
+def test_make_run_stops_the_gateway_when_the_api_stops():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^run:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)
+    assert "$(PY) -m app.gateway &" in recipe
+    assert re.search(r"trap 'kill \$\$api \$\$gateway.*' .*EXIT", recipe)
+    assert recipe.rstrip().endswith("wait $$api")

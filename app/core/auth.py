@@ -1,0 +1,84 @@
+"""API keys scoped to namespace prefixes (SPEC section 7): who may touch which namespaces."""
+
+import hmac
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from app.core.dependencies import SettingsDep
+from app.core.errors import AppError, Forbidden
+
+logger = logging.getLogger(__name__)
+
+
+class Unauthorized(AppError):
+    status_code = 401
+    type = "/problems/unauthorized"
+    title = "Unauthorized"
+
+
+def in_prefix(namespace: str, prefix: str) -> bool:
+    """`user:u1` covers `user:u1` and `user:u1:...` but not `user:u10`; `shared:` covers all it starts."""
+    if prefix.endswith(":"):
+        return namespace.startswith(prefix)
+    return namespace == prefix or namespace.startswith(f"{prefix}:")
+
+
+EVERYTHING = "*"
+
+
+@dataclass(frozen=True)
+class Access:
+    """What the caller may touch; the prefix `*` grants every namespace (an admin key, or no keys at all)."""
+
+    prefixes: tuple[str, ...]
+
+    def check(self, *namespaces: str | None) -> None:
+        """403 unless every namespace is in scope; None stands for "every namespace" (an unfiltered listing)."""
+        if EVERYTHING in self.prefixes:
+            return
+        for namespace in namespaces:
+            if namespace is None:
+                raise Forbidden(f"this API key is scoped to {list(self.prefixes)}; name a namespace")
+            if not any(in_prefix(namespace, prefix) for prefix in self.prefixes):
+                raise Forbidden(f"namespace {namespace!r} is outside this API key's scope {list(self.prefixes)}")
+
+
+OPEN = Access(prefixes=(EVERYTHING,))
+
+
+def authenticate(keys: Mapping[str, Sequence[str]], token: str | None) -> Access:
+    """The access a bearer token grants. Every key is compared, in constant time, so neither
+    timing nor early exit tells how much of a guess was right."""
+    if not keys:
+        return OPEN
+    if not token:
+        raise Unauthorized("send the API key as 'Authorization: Bearer <key>'")
+    granted: Sequence[str] | None = None
+    for key, prefixes in keys.items():
+        if hmac.compare_digest(key.encode(), token.encode()):
+            granted = prefixes
+    if granted is None:
+        raise Unauthorized("the API key is not valid")
+    return Access(prefixes=tuple(granted))
+
+
+def warn_if_open(keys: Mapping[str, Sequence[str]]) -> None:
+    if not keys:
+        logger.warning("no API keys configured (HINDSIGHT_API_KEYS): every namespace is open to every caller")
+
+
+_bearer = HTTPBearer(auto_error=False, description="An API key from HINDSIGHT_API_KEYS.")
+
+
+async def get_access(
+    settings: SettingsDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> Access:
+    return authenticate(settings.api_keys, credentials.credentials if credentials else None)
+
+
+AccessDep = Annotated[Access, Depends(get_access)]

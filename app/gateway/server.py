@@ -1,0 +1,18 @@
+"""The gateway's MCP server: the hindsight tools, bound to one API client."""
+
+from mcp.server import MCPServer
+
+from app.core.settings import Settings
+from app.gateway.api import Api
+from app.gateway.tools import SPECS, build_tool
+
+INSTRUCTIONS = (
+    "hindsight is your long-term memory. Search it before answering about the user or past work, write what "
+    "you learn, correct what turned out wrong, and ask for lessons before risky tool calls. Every call takes "
+    "your session_id. A result with degraded=true means memory is unavailable right now: carry on without it."
+)
+
+
+def build_server(settings: Settings, api: Api) -> MCPServer:
+    tools = [build_tool(spec, api, default_key=settings.gateway_api_key) for spec in SPECS]
+    return MCPServer("hindsight", instructions=INSTRUCTIONS, tools=tools, log_level=settings.log_level.upper())

@@ -1,0 +1,159 @@
+"""The hindsight tools: one per REST call, each taking the REST request model's fields (one
+definition of the input, not two) plus the agent's `session_id`."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+from uuid import UUID
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, SecretStr, create_model
+from pydantic_core import to_jsonable_python
+
+from app.gateway import render
+from app.gateway.api import Api, ApiProblem, ApiUnavailable, Call
+from app.memories.schemas import MemoryWrite
+from app.recall.schemas import SearchRequest
+from app.reflections.schemas import EventsRequest, LessonSearch, MemoryFeedback
+from app.revisions.schemas import ReviewRequest, ReviseRequest
+
+SessionId = Annotated[
+    str,
+    Field(min_length=1, max_length=200, description="Your current session or conversation id, the same on every call."),
+]
+MemoryId = Annotated[UUID, Field(description="The memory's id, as returned by hindsight_write or hindsight_search.")]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    description: str
+    method: str
+    path: str
+    body: type[BaseModel] | None = None
+    # Tools addressing one memory take its id, which goes into the path.
+    by_memory_id: bool = False
+    render: Callable[[dict[str, Any]], str] = render.compact
+    annotations: ToolAnnotations = field(default_factory=lambda: WRITES)
+
+
+SPECS = (
+    Spec(
+        "hindsight_write",
+        "Remember something for later sessions: a fact, preference, decision or event worth keeping. "
+        "Give a `key` like `user:u1:diet` for a fact that can change, so a newer value replaces the older. "
+        "hindsight notices when the new memory corrects an older one and supersedes it.",
+        "POST", "/v1/memories", MemoryWrite, render=render.write,
+    ),
+    Spec(
+        "hindsight_search",
+        "Recall what is known before answering or acting: memories relevant to `query` in the namespace(s), "
+        "best first, current facts only unless `statuses` asks for superseded ones too.",
+        "POST", "/v1/memories/search", SearchRequest, render=render.search, annotations=READ_ONLY,
+    ),
+    Spec(
+        "hindsight_get",
+        "Read one memory in full: its versions, what it replaced and what replaced it.",
+        "GET", "/v1/memories/{memory_id}", by_memory_id=True, render=render.detail, annotations=READ_ONLY,
+    ),
+    Spec(
+        "hindsight_revise",
+        "Correct a memory you know is wrong or outdated. Pass the version you read as `expected_version`; "
+        "if someone changed it since, the call fails and you should read it again.",
+        "POST", "/v1/memories/{memory_id}/revise", ReviseRequest, by_memory_id=True,
+    ),
+    Spec(
+        "hindsight_review",
+        "Check a namespace's recent memories for contradictions with older ones and resolve them, e.g. at "
+        "the end of a task or after many writes.",
+        "POST", "/v1/review", ReviewRequest,
+    ),
+    Spec(
+        "hindsight_feedback",
+        "Say whether a recalled memory helped. Useful memories rank higher in later searches, unhelpful ones lower.",
+        "POST", "/v1/memories/{memory_id}/feedback", MemoryFeedback, by_memory_id=True,
+    ),
+    Spec(
+        "hindsight_forget",
+        "Forget a memory that is wrong or must no longer be used (for instance when the user asks). "
+        "It leaves search; its history is kept.",
+        "DELETE", "/v1/memories/{memory_id}", by_memory_id=True,
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
+    ),
+    Spec(
+        "hindsight_record_events",
+        "Report what happened in a task (tool calls with their arguments and results, plan steps, "
+        "observations, user feedback); send `task_end` when the task finishes so failures become lessons.",
+        "POST", "/v1/events", EventsRequest,
+    ),
+    Spec(
+        "hindsight_lessons",
+        "Before a tool call or task, ask what past tasks taught: recommendations to follow and warnings "
+        "about what failed before.",
+        "POST", "/v1/reflections/search", LessonSearch, render=render.lessons, annotations=READ_ONLY,
+    ),
+)
+
+
+def arguments_model(spec: Spec) -> type[ArgModelBase]:
+    extra: dict[str, Any] = {"session_id": (SessionId, ...)}
+    if spec.by_memory_id:
+        extra["memory_id"] = (MemoryId, ...)
+    bases = (spec.body, ArgModelBase) if spec.body else (ArgModelBase,)
+    title = "".join(part.title() for part in spec.name.split("_")) + "Arguments"
+    return create_model(title, __base__=bases, **extra)
+
+
+def _result(structured: dict[str, Any], text: str, *, is_error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured, is_error=is_error)
+
+
+def build_tool(spec: Spec, api: Api, *, default_key: SecretStr | None) -> Tool:
+    model = arguments_model(spec)
+    sends_session = spec.body is not None and "session_id" in spec.body.model_fields
+
+    async def run(ctx: Context, **arguments: Any) -> CallToolResult:
+        session_id = arguments["session_id"] if sends_session else arguments.pop("session_id")
+        memory_id = arguments.pop("memory_id", None)
+        body = {name: value for name, value in to_jsonable_python(arguments).items() if value is not None}
+        call = Call(
+            spec.method,
+            spec.path.format(memory_id=memory_id),
+            body if spec.body else None,
+            session_id,
+            _authorization(ctx, default_key),
+        )
+        try:
+            # Only forgetting answers 204, with no body to show.
+            answer = await api.send(call) or {"memory_id": str(memory_id), "forgotten": True}
+        except ApiProblem as problem:
+            return _result(problem.problem, str(problem), is_error=True)
+        except ApiUnavailable as unavailable:
+            detail = f"hindsight did not answer ({unavailable}); carry on without memory for now."
+            return _result({"degraded": True, "hits": [], "detail": detail}, detail)
+        return _result(answer, spec.render(answer))
+
+    return Tool(
+        fn=run,
+        name=spec.name,
+        description=spec.description,
+        parameters=model.model_json_schema(by_alias=True),
+        fn_metadata=FuncMetadata(arg_model=model),
+        is_async=True,
+        context_kwarg="ctx",
+        annotations=spec.annotations,
+    )
+
+
+def _authorization(ctx: Context, default_key: SecretStr | None) -> str | None:
+    """The MCP client's own bearer token when it sent one over HTTP, else the gateway's configured key."""
+    headers = ctx.headers
+    if headers is not None and headers.get("authorization"):
+        return headers["authorization"]
+    return f"Bearer {default_key.get_secret_value()}" if default_key else None

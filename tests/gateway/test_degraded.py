@@ -1,0 +1,60 @@
+"""A slow or stopped API never hangs the agent: the gateway answers degraded within its timeout."""
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from mcp import Client
+
+from app.gateway.api import Api, Call
+from app.gateway.server import build_server
+from tests.gateway.conftest import free_port, serving
+
+SEARCH = {"session_id": "s-slow", "namespace": "user:u1", "query": "anything"}
+
+
+async def slow_api(scope, receive, send):
+    if scope["type"] == "http":
+        await asyncio.sleep(30)
+
+
+async def search_through_gateway(settings, api_url: str) -> tuple[float, object]:
+    api = Api(api_url, timeout_seconds=0.5)
+    try:
+        async with Client(build_server(settings, api)) as client:
+            started = time.monotonic()
+            result = await client.call_tool("hindsight_search", SEARCH)
+            return time.monotonic() - started, result
+    finally:
+        await api.aclose()
+
+
+@pytest.mark.parametrize("api_state", ["slow", "stopped"])
+async def test_gateway_answers_degraded_within_the_timeout(settings, api_state):
+    if api_state == "slow":
+        async with serving(slow_api) as url:
+            took, result = await search_through_gateway(settings, url)
+    else:
+        took, result = await search_through_gateway(settings, f"http://127.0.0.1:{free_port()}")
+    assert took < 1.5
+    assert not result.is_error
+    assert result.structured_content["degraded"] is True
+    assert result.structured_content["hits"] == []
+    assert "without memory" in result.content[0].text
+
+
+async def test_a_dropped_connection_is_retried_once():
+    attempts = []
+
+    def drop_first(request: httpx.Request) -> httpx.Response:
+        attempts.append(request.headers["x-session-id"])
+        if len(attempts) == 1:
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+        return httpx.Response(200, json={"hits": []})
+
+    api = Api("http://api", timeout_seconds=1, transport=httpx.MockTransport(drop_first))
+    answer = await api.send(Call("POST", "/v1/memories/search", {"query": "q"}, "s-1", None))
+    assert answer == {"hits": []}
+    assert attempts == ["s-1", "s-1"]
+    await api.aclose()
