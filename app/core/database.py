@@ -54,7 +54,10 @@ def create_engine(settings: Settings, url: str) -> AsyncEngine:
         url,
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
-        pool_pre_ping=True,
+        # No ping per checkout: a search checks out five connections, and the pings cost a
+        # fifth of its time (mean 46 -> 36 ms at 10k memories). A connection that died with
+        # the server fails once, answers 503 (app.core.errors) and leaves the pool.
+        pool_pre_ping=False,
         connect_args={
             "timeout": settings.db_connect_timeout_seconds,
             "server_settings": {
@@ -65,6 +68,9 @@ def create_engine(settings: Settings, url: str) -> AsyncEngine:
                 # status) drop rows, so a small namespace in a big table still fills its top k.
                 "ivfflat.probes": str(settings.ivfflat_probes),
                 "ivfflat.iterative_scan": "relaxed_order",
+                # Plan every statement for its actual values: a generic plan cannot see that a
+                # query of common words matches most rows (lexical route 11 ms generic, 2.6 custom).
+                "plan_cache_mode": "force_custom_plan",
             },
         },
     )
