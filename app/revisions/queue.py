@@ -49,7 +49,9 @@ async def connected(database_url: str) -> AsyncIterator[procrastinate.App]:
             yield queue
 
 
-@queue.task(name=TASK, queue=QUEUE, retry=procrastinate.RetryStrategy(max_attempts=5, wait=1))
+# A job can start before the write that deferred it commits (a large batch): it retries with
+# a growing wait, 2 s then 4, 8, ... about eight minutes in all.
+@queue.task(name=TASK, queue=QUEUE, retry=procrastinate.RetryStrategy(max_attempts=8, exponential_wait=2))
 async def revise_memory(memory_id: str) -> int:
     """Run the write-time triggers for a stored memory; returns how many judgements it logged."""
     runtime = _runtime[-1]

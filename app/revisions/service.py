@@ -20,6 +20,7 @@ from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
 from app.memories import records
 from app.memories import repository as memories
+from app.memories.sensitive import find_sensitive
 from app.models import Memory, RevisionLog
 from app.revisions import repository
 from app.revisions.judgement import Candidate, JudgedMemory, Judgement
@@ -134,11 +135,18 @@ async def _apply_duplicate(session: AsyncSession, revision: RevisionLog, new: Me
         await repository.link(session, source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
 
 
+def _usable_merge(merged: str | None, settings: Settings) -> str | None:
+    """A judge's merged text is stored only if a write of it would be accepted."""
+    if not merged or not merged.strip() or len(merged) > settings.max_content_chars or find_sensitive(merged):
+        return None
+    return merged
+
+
 async def _apply_refine(
     session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime, context: Context
 ) -> None:
     """One merged memory replaces both."""
-    content = revision.merged_content or merge(old.content, new.content)
+    content = _usable_merge(revision.merged_content, context.settings) or merge(old.content, new.content)
     embedding = (await context.embedder.embed_passages([content]))[0]
     merged = records.new_memory(
         namespace=new.namespace,

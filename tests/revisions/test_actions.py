@@ -123,3 +123,12 @@ async def test_a_coexisting_partner_comes_back_even_when_no_route_found_it(clien
     found_by_routes = {c["memory_id"] for rows in result["explain"]["routes"].values() for c in rows}
     assert second["id"] not in found_by_routes
     assert [hit["memory"]["id"] for hit in result["hits"]] == [first["id"], second["id"]]
+
+
+async def test_a_merge_the_judge_wrote_is_refused_if_a_write_would_be(client, scripted_llm):
+    scripted_llm.decide = every_candidate("REFINE", merged="Flight booked with card 4111 1111 1111 1111.")
+    await write(client, "User flies to Tokyo on March 14.")
+    new = (await write(client, "The Tokyo flight is ANA NH7."))["memory"]
+    merged = (await memory(client, new["superseded_by"]))["memory"]
+    assert "4111" not in merged["content"]
+    assert "March 14" in merged["content"] and "NH7" in merged["content"]
