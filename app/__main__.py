@@ -40,6 +40,17 @@ async def _work() -> None:
         await engine.dispose()
 
 
+async def _checkup(*, dry_run: bool):
+    from app.core.database import create_engine, create_sessionmaker
+    from app.maintenance.service import checkup
+
+    engine = create_engine(settings, resolve_database_url(settings))
+    try:
+        return await checkup(create_sessionmaker(engine), settings=settings, dry_run=dry_run)
+    finally:
+        await engine.dispose()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hindsight")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -48,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=settings.port)
     commands.add_parser("migrate", help="apply pending migrations and exit")
     commands.add_parser("worker", help="process deferred revisions (HINDSIGHT_REVISION_MODE=async)")
+    checkup = commands.add_parser("checkup", help="archive expired and long-superseded memories, report health")
+    checkup.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -60,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.command == "worker":
         asyncio.run(_work())
+    if args.command == "checkup":
+        print(asyncio.run(_checkup(dry_run=args.dry_run)).model_dump_json(indent=2))
     if args.command == "serve":
         from app.main import create_app
 

@@ -77,6 +77,15 @@ class Settings(BaseSettings):
     review_every_writes: int = Field(default=50, ge=0)
     review_batch: int = Field(default=50, ge=1, le=1_000)
 
+    # Lifecycle: default time to live by memory type when a write gives none (state is short
+    # lived, history and facts are kept), and what the checkup archives.
+    default_ttl_working_seconds: int | None = Field(default=86_400, ge=1)
+    default_ttl_episodic_seconds: int | None = Field(default=None, ge=1)
+    default_ttl_semantic_seconds: int | None = Field(default=None, ge=1)
+    checkup_superseded_days: float = Field(default=30, ge=0)
+    checkup_idle_days: float = Field(default=90, ge=0)
+    checkup_batch: int = Field(default=500, ge=1, le=10_000)
+
     # Reflections (SPEC section 6): admission, dedup and conflict of lessons, recall weights,
     # feedback steps (memories and lessons), decay, hit penalty, review triggers, event storage.
     lesson_admission_occurrences: int = Field(default=2, ge=1)
@@ -115,6 +124,9 @@ class Settings(BaseSettings):
     gateway_timeout_seconds: float = Field(default=5.0, gt=0)
     # Sent when the MCP client gives no Authorization header (stdio clients have none).
     gateway_api_key: SecretStr | None = None
+
+    def default_ttl(self, memory_type: str) -> int | None:
+        return getattr(self, f"default_ttl_{memory_type}_seconds")
 
     @field_validator("database_url")
     @classmethod

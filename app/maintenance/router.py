@@ -4,8 +4,9 @@ from fastapi import APIRouter, Query
 
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
+from app.core.dependencies import SessionmakerDep, SettingsDep
 from app.maintenance import service
-from app.maintenance.service import VectorIndexReport
+from app.maintenance.service import CheckupReport, VectorIndexReport
 
 router = APIRouter(prefix="/v1/maintenance", tags=["maintenance"])
 
@@ -17,3 +18,13 @@ async def retune_vector_index(
     """Re-tune the ivfflat index to about sqrt(rows) lists, rebuilding it when far off."""
     access.check(None)  # the index serves every namespace
     return await service.retune_vector_index(session, dry_run=dry_run)
+
+
+@router.post("/checkup", response_model=CheckupReport)
+async def checkup(
+    sessions: SessionmakerDep, settings: SettingsDep, access: AccessDep, dry_run: Annotated[bool, Query()] = False
+) -> CheckupReport:
+    """Archive expired and long-superseded memories (never delete), report false-trigger rates,
+    orphans and embedding-model mismatches, re-tune the vector index; `dry_run` changes nothing."""
+    access.check(None)  # the checkup covers every namespace
+    return await service.checkup(sessions, settings=settings, dry_run=dry_run)

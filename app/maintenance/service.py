@@ -1,11 +1,15 @@
-"""Maintenance: keep the vector index tuned to the table's size."""
+"""Maintenance: the checkup (archive what is expired or long superseded, report on health)
+and the vector index tuning it includes."""
 
 import math
+from datetime import datetime, timedelta, timezone
 
-from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncSession
+from pydantic import BaseModel, Field
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core.settings import Settings
 from app.maintenance import repository
+from app.memories import repository as memories
 
 
 class VectorIndexReport(BaseModel):
@@ -29,3 +33,69 @@ async def retune_vector_index(session: AsyncSession, *, dry_run: bool = False) -
     if rebuild:
         await repository.rebuild_vector_index(session, lists=target)
     return VectorIndexReport(rows=rows, lists_before=before, lists_after=target if rebuild else before, rebuilt=rebuild)
+
+
+class TriggerOutcome(BaseModel):
+    judgements: int
+    unrelated: int
+    false_trigger_rate: float
+
+
+class CheckupReport(BaseModel):
+    dry_run: bool
+    archived_expired: int = Field(description="Expired memories archived (or, in a dry run, that would be).")
+    archived_superseded: int = Field(description="Memories superseded for longer than the configured days.")
+    triggers: dict[str, TriggerOutcome]
+    orphans: int = Field(description="Active memories with no relations and no access for the configured idle days.")
+    embedding_mismatches: int = Field(description="Memories embedded with another model than the configured one.")
+    vector_index: VectorIndexReport
+
+
+async def _archive(
+    sessions: async_sessionmaker[AsyncSession], kind: str, *, now: datetime, settings: Settings, dry_run: bool
+) -> int:
+    """Archive in batches, one transaction each, so no long lock holds the table. Archived
+    memories stay readable by id with their history; nothing is deleted."""
+    condition = repository.archivable(
+        kind, now=now, superseded_before=now - timedelta(days=settings.checkup_superseded_days)
+    )
+    if dry_run:
+        async with sessions() as session:
+            return await repository.count_where(session, condition)
+    archived = 0
+    while True:
+        async with sessions.begin() as session:
+            batch = await repository.batch_where(session, condition, limit=settings.checkup_batch)
+            for memory in batch:
+                memory.status = "archived"
+                await memories.save_change(session, memory, changed_by=f"checkup:{kind}", at=now)
+        archived += len(batch)
+        if len(batch) < settings.checkup_batch:
+            return archived
+
+
+async def checkup(
+    sessions: async_sessionmaker[AsyncSession], *, settings: Settings, dry_run: bool
+) -> CheckupReport:
+    """The health check: archive what is expired or long superseded, report how the
+    triggers fare, orphans and embedding-model mismatches, and re-tune the vector index."""
+    now = datetime.now(timezone.utc)
+    archived_expired = await _archive(sessions, "expired", now=now, settings=settings, dry_run=dry_run)
+    archived_superseded = await _archive(sessions, "superseded", now=now, settings=settings, dry_run=dry_run)
+    async with sessions.begin() as session:
+        triggers = {
+            trigger: TriggerOutcome(judgements=total, unrelated=false, false_trigger_rate=round(false / total, 3))
+            for trigger, total, false in await repository.trigger_outcomes(session)
+        }
+        orphans = await repository.count_orphans(session, idle_since=now - timedelta(days=settings.checkup_idle_days))
+        mismatches = await repository.count_other_models(session, model=settings.embedding_model)
+        vector_index = await retune_vector_index(session, dry_run=dry_run)
+    return CheckupReport(
+        dry_run=dry_run,
+        archived_expired=archived_expired,
+        archived_superseded=archived_superseded,
+        triggers=triggers,
+        orphans=orphans,
+        embedding_mismatches=mismatches,
+        vector_index=vector_index,
+    )

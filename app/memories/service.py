@@ -59,7 +59,7 @@ async def _find_duplicate(
     return None
 
 
-def _new_memory(request: MemoryWrite, *, embedding: np.ndarray, model: str) -> Memory:
+def _new_memory(request: MemoryWrite, *, embedding: np.ndarray, model: str, settings: Settings) -> Memory:
     now = datetime.now(timezone.utc)
     return records.new_memory(
         namespace=request.namespace,
@@ -76,7 +76,7 @@ def _new_memory(request: MemoryWrite, *, embedding: np.ndarray, model: str) -> M
         session_id=request.session_id,
         source=request.source,
         metadata=request.metadata,
-        ttl_seconds=request.ttl_seconds,
+        ttl_seconds=request.ttl_seconds or settings.default_ttl(request.memory_type),
     )
 
 
@@ -87,7 +87,8 @@ async def _store(session: AsyncSession, *, request: MemoryWrite, embedding: np.n
     if duplicate is not None:
         await repository.touch(session, duplicate)
         return WriteOutcome(memory=duplicate, deduplicated=True)
-    memory = await repository.insert(session, _new_memory(request, embedding=embedding, model=context.embedder.name))
+    new = _new_memory(request, embedding=embedding, model=context.embedder.name, settings=context.settings)
+    memory = await repository.insert(session, new)
     await repository.add_version(session, memory, changed_by="api", at=memory.created_at)
     if context.defer is not None:
         await context.defer(memory.id)  # async mode: the worker revises it shortly
