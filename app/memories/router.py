@@ -7,7 +7,9 @@ from fastapi.responses import JSONResponse
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
 from app.memories import service
+from app.memories.dependencies import WriteRateDep
 from app.memories.schemas import BatchResponse, BatchWrite, MemoryDetail, MemoryWrite, WriteResponse
+from app.memories.write_rate import writers_of
 from app.revisions.dependencies import RevisionContextDep
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -17,11 +19,12 @@ MemoryID = Annotated[UUID, Path(description="The memory's id.")]
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=WriteResponse)
 async def write_memory(
-    body: MemoryWrite, session: SessionDep, context: RevisionContextDep, access: AccessDep
+    body: MemoryWrite, session: SessionDep, context: RevisionContextDep, access: AccessDep, write_rate: WriteRateDep
 ) -> JSONResponse:
     """Store a memory and run the revision triggers; the same content already active in the
     namespace is returned instead (200, deduplicated)."""
     access.check(body.namespace)
+    write_rate.admit([(body.session_id, body.namespace)])
     outcome = await service.write(session, request=body, context=context)
     code = status.HTTP_200_OK if outcome.deduplicated else status.HTTP_201_CREATED
     return JSONResponse(outcome.response().model_dump(mode="json"), status_code=code)
@@ -29,9 +32,10 @@ async def write_memory(
 
 @router.post(":batch", response_model=BatchResponse)
 async def write_batch(
-    body: BatchWrite, session: SessionDep, context: RevisionContextDep, access: AccessDep
+    body: BatchWrite, session: SessionDep, context: RevisionContextDep, access: AccessDep, write_rate: WriteRateDep
 ) -> BatchResponse:
     """Store up to 500 memories in order; each item reports its own result or problem."""
+    write_rate.admit(writers_of(body.items))
     results = await service.write_batch(session, items=body.items, context=context, access=access)
     return BatchResponse(results=results)
 

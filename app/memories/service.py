@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.auth import Access
 from app.core.errors import AppError, NotFound, problem_of, validation_problem
+from app.core.metrics import WRITES
 from app.core.settings import Settings
 from app.memories import records, repository
 from app.memories.schemas import (
@@ -86,6 +87,7 @@ async def _store(session: AsyncSession, *, request: MemoryWrite, embedding: np.n
     duplicate = await _find_duplicate(session, request=request, embedding=embedding, settings=context.settings)
     if duplicate is not None:
         await repository.touch(session, duplicate)
+        WRITES.labels(outcome="deduplicated").inc()
         return WriteOutcome(memory=duplicate, deduplicated=True)
     new = _new_memory(request, embedding=embedding, model=context.embedder.name, settings=context.settings)
     memory = await repository.insert(session, new)
@@ -101,6 +103,7 @@ async def _store(session: AsyncSession, *, request: MemoryWrite, embedding: np.n
         RevisionSummary(id=r.id, trigger=r.trigger, decision=r.decision, old_memory_id=r.old_memory_id, status=r.status)
         for r in revisions
     ]
+    WRITES.labels(outcome="new").inc()
     return WriteOutcome(memory=memory, deduplicated=False, revisions=summaries)
 
 

@@ -1,6 +1,6 @@
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
 from app.core.auth import AccessDep
@@ -8,8 +8,10 @@ from app.core.database import SessionDep
 from app.core.dependencies import EngineDep
 from app.core.migrations import head_revision
 from app.memories import service as memories
+from app.memories.dependencies import WriteRateDep
 from app.memories.schemas import RecentResponse
 from app.ops import service
+from app.ops.schemas import AnomalyList
 
 router = APIRouter(tags=["operations"])
 
@@ -37,3 +39,21 @@ async def debug_recent(
     """The latest memories with status, version and supersedes chain."""
     access.check(namespace)
     return RecentResponse(memories=await memories.recent(session, n=n, namespace=namespace))
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics(engine: EngineDep) -> Response:
+    """Prometheus metrics of this process."""
+    body, media_type = await service.metrics_exposition(engine)
+    return Response(body, media_type=media_type)
+
+
+@router.get("/debug/anomalies", response_model=AnomalyList)
+async def debug_anomalies(
+    write_rate: WriteRateDep,
+    access: AccessDep,
+    namespace: Annotated[str | None, Query(max_length=200)] = None,
+) -> AnomalyList:
+    """Sessions recently flagged for writing faster than the write-rate threshold (this process)."""
+    access.check(namespace)
+    return AnomalyList(anomalies=service.anomalies(write_rate, namespace=namespace))

@@ -1,10 +1,16 @@
-"""Readiness: is the database reachable, and is its schema current?"""
+"""Readiness (is the database reachable, its schema current?), metrics and anomalies."""
 
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.metrics import QUEUE_DEPTH
 from app.core.migrations import current_revision
+from app.memories.write_rate import WriteRate
+from app.ops import repository
+from app.ops.schemas import Anomaly
 
 
 async def readiness(engine: AsyncEngine, *, expected_revision: str) -> dict[str, Any]:
@@ -19,3 +25,22 @@ async def readiness(engine: AsyncEngine, *, expected_revision: str) -> dict[str,
         "migration": revision,
         "expected_migration": expected_revision,
     }
+
+
+async def metrics_exposition(engine: AsyncEngine) -> tuple[bytes, str]:
+    """Every metric in Prometheus text format, with the queue depth read now."""
+    try:
+        async with engine.connect() as connection:
+            QUEUE_DEPTH.set(await repository.queued_revisions(connection))
+    except (DBAPIError, OSError):  # a scrape still answers while the database is down
+        QUEUE_DEPTH.set(float("nan"))
+    return generate_latest(), CONTENT_TYPE_LATEST
+
+
+def anomalies(write_rate: WriteRate, *, namespace: str | None) -> list[Anomaly]:
+    """Recent write-rate flags, newest first."""
+    return [
+        Anomaly.model_validate(flag, from_attributes=True)
+        for flag in reversed(write_rate.flags)
+        if namespace is None or flag.namespace == namespace
+    ]

@@ -6,6 +6,7 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from app.models import Memory
@@ -21,9 +22,14 @@ def generation(namespace: str) -> int:
 def _note_written_namespaces(session: Session, flush_context: Any, instances: Any) -> None:
     """Every ORM change of a memory marks its namespace; its cached searches are dropped once
     the change commits (dropping them earlier would let a search re-cache the old state)."""
-    for instance in (*session.new, *session.dirty, *session.deleted):
-        if isinstance(instance, Memory):
-            session.info.setdefault("written_namespaces", set()).add(instance.namespace)
+    changed = (*session.new, *session.dirty, *session.deleted)
+    mark_written(session, (instance.namespace for instance in changed if isinstance(instance, Memory)))
+
+
+def mark_written(session: Session | AsyncSession, namespaces: Iterable[str]) -> None:
+    """Drop the namespaces' cached searches once the session commits; for writes that bypass
+    the ORM's flush (re-embedding)."""
+    session.info.setdefault("written_namespaces", set()).update(namespaces)
 
 
 @event.listens_for(Session, "after_commit")

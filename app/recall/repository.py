@@ -10,7 +10,9 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     Text,
+    case,
     cast,
+    exists,
     func,
     literal,
     literal_column,
@@ -122,6 +124,16 @@ async def vector_route(session: AsyncSession, scope: Scope, *, embedding: np.nda
     )
     rows = await _rows(session, statement)
     return sorted(rows, key=lambda row: row[1], reverse=True)  # relaxed order is only nearly sorted
+
+
+async def count_other_model(session: AsyncSession, scope: Scope, *, model: str) -> int:
+    """In-scope memories the vector route cannot see: their vectors are in another model's
+    space. Almost always there are none anywhere, which the embedding_model index answers
+    at once; only then is the scope counted."""
+    other = or_(Memory.embedding_model != model, Memory.embedding_model.is_(None))
+    anywhere = exists(select(Memory.id).where(other))
+    in_scope = select(func.count()).select_from(Memory).where(*_in_scope(scope), other).scalar_subquery()
+    return int(await session.scalar(select(case((anywhere, in_scope), else_=0))) or 0)
 
 
 async def recency_route(session: AsyncSession, scope: Scope, *, limit: int) -> RouteRows:

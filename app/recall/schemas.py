@@ -99,4 +99,8 @@ class Explain(BaseModel):
 class SearchResponse(BaseModel):
     hits: list[SearchHit]
     took_ms: float
+    skipped_other_model: int = Field(
+        default=0,
+        description="In-scope memories the vector route left out: embedded with another model, awaiting re-embedding.",
+    )
     explain: Explain | None = None

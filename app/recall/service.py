@@ -112,6 +112,12 @@ async def _run_routes(
     return routes, embedding
 
 
+async def _count_other_model(read_sessions: ReadSessions, scope: Scope, *, model: str) -> int:
+    """Counted beside the routes, on its own connection, rather than after them."""
+    async with read_sessions() as session:
+        return await repository.count_other_model(session, scope, model=model)
+
+
 def _merge(routes: dict[str, RouteRows]) -> dict[UUID, Candidate]:
     candidates: dict[UUID, Candidate] = {}
     for route, rows in routes.items():
@@ -287,8 +293,9 @@ async def search(
         created_before=request.created_before,
         historical=request.as_of is not None,
     )
-    routes, embedding = await _run_routes(
-        read_sessions, scope, request=request, embedder=embedder, settings=settings, cache=cache
+    (routes, embedding), skipped = await asyncio.gather(
+        _run_routes(read_sessions, scope, request=request, embedder=embedder, settings=settings, cache=cache),
+        _count_other_model(read_sessions, scope, model=embedder.name),
     )
     candidates = _merge(routes)
     loaded = await repository.load(session, list(candidates), embedding=embedding)
@@ -307,6 +314,7 @@ async def search(
     response = SearchResponse(
         hits=hits,
         took_ms=round((time.perf_counter() - started) * 1000, 3),
+        skipped_other_model=skipped,
         explain=_explain(routes, ranked, top_k=request.top_k, weights=weights) if request.explain else None,
     )
     if not request.explain and not request.as_of:

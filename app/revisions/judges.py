@@ -13,6 +13,9 @@ from app.llm.client import ask_json
 from app.revisions.judgement import Candidate, Decision, JudgedMemory, Judgement
 from app.revisions.rules import RuleJudge
 
+# A fallback ruling's note says this; metrics count judge fallbacks by it.
+NO_USABLE_ANSWER = "gave no usable answer"
+
 
 @dataclass(frozen=True, slots=True)
 class Ruling:
@@ -120,7 +123,7 @@ class LLMJudge:
             judge=fallback.judge,
             prompt=exchange.prompt,
             response=exchange.response,
-            note=f"llm:{self._model} gave no usable answer ({error}); the rule judge decided",
+            note=f"llm:{self._model} {NO_USABLE_ANSWER} ({error}); the rule judge decided",
         )
 
 

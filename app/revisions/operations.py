@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.auth import Access
 from app.core.errors import Conflict, NotFound, VersionConflict
+from app.core.metrics import count_revision
 from app.memories import records
 from app.memories import repository as memories
 from app.memories.sensitive import refuse_sensitive
@@ -55,6 +56,7 @@ async def revise(
         raise Conflict(f"memory {memory_id} is {memory.status}; only active memories can be revised")
     embedding = (await context.embedder.embed_passages([content]))[0]
     now = datetime.now(timezone.utc)
+    count_revision(trigger="manual", decision="CONFLICT", fell_back=False)
     revision = await repository.add(
         session,
         namespace=memory.namespace,

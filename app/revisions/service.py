@@ -16,6 +16,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.errors import VersionConflict
+from app.core.metrics import count_revision
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
 from app.memories import records
@@ -24,7 +25,7 @@ from app.memories.sensitive import find_sensitive
 from app.models import Memory, RevisionLog
 from app.revisions import repository
 from app.revisions.judgement import Candidate, JudgedMemory, Judgement
-from app.revisions.judges import Judge, Ruling
+from app.revisions.judges import NO_USABLE_ANSWER, Judge, Ruling
 from app.revisions.rules import merge
 from app.revisions.text_signals import correction_cue, is_future_plan
 
@@ -112,6 +113,8 @@ def _set(**fields) -> Callable[[Memory], bool]:
 
 
 async def _log(session: AsyncSession, new: Memory, *, trigger: str, status: str, **fields) -> RevisionLog:
+    fell_back = NO_USABLE_ANSWER in (fields.get("note") or "")
+    count_revision(trigger=trigger, decision=fields.get("decision"), fell_back=fell_back)
     return await repository.add(
         session, namespace=new.namespace, trigger=trigger, new_memory_id=new.id, new_content=new.content, status=status, **fields
     )

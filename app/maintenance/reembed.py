@@ -1,0 +1,61 @@
+"""Re-embedding after the embedding model changes. Memories move to the configured model in
+batches, each its own short transaction, lowest id first; a stopped run leaves its converted
+rows on the new model and the next run continues with the rest. Search keeps answering
+meanwhile: its vector route sees only rows of the current model and says how many it skipped."""
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, Field
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.embeddings.provider import EmbeddingProvider
+from app.maintenance import repository
+from app.recall.cache import mark_written
+
+
+class ReembedReport(BaseModel):
+    model: str
+    converted: int
+    remaining: int = Field(description="Memories still embedded with another model; the next run continues with them.")
+
+
+async def count_remaining(sessions: async_sessionmaker[AsyncSession], *, model: str) -> int:
+    async with sessions() as session:
+        return await repository.count_where(session, repository.other_model(model))
+
+
+async def _convert_batch(sessions: async_sessionmaker[AsyncSession], embedder: EmbeddingProvider, *, size: int) -> int:
+    async with sessions.begin() as session:
+        batch = await repository.batch_to_reembed(session, model=embedder.name, limit=size)
+        if batch:
+            vectors = await embedder.embed_passages([row.content for row in batch])
+            # Written in place, without a version row or version bump: content and status do
+            # not change, and a rollback re-embeds restored content with the current model.
+            await repository.set_embeddings(
+                session, {row.id: vector for row, vector in zip(batch, vectors)}, model=embedder.name
+            )
+            mark_written(session, {row.namespace for row in batch})
+    return len(batch)
+
+
+async def reembed(
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    embedder: EmbeddingProvider,
+    batch: int,
+    limit: int | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> ReembedReport:
+    """Re-embed memories of another model with the configured one, at most `limit` of them."""
+    converted = 0
+    while limit is None or converted < limit:
+        size = batch if limit is None else min(batch, limit - converted)
+        done = await _convert_batch(sessions, embedder, size=size)
+        converted += done
+        if progress:
+            progress(done)
+        if done < size:  # nothing left, or the rest is locked by writers: a later run takes it
+            break
+    return ReembedReport(
+        model=embedder.name, converted=converted, remaining=await count_remaining(sessions, model=embedder.name)
+    )

@@ -1,0 +1,15 @@
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+
+class Anomaly(BaseModel):
+    session_id: str
+    namespace: str
+    writes: int = Field(description="The most writes the session made within one minute during this burst.")
+    first_seen: datetime
+    last_seen: datetime
+
+
+class AnomalyList(BaseModel):
+    anomalies: list[Anomaly]
