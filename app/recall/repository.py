@@ -130,7 +130,9 @@ async def count_other_model(session: AsyncSession, scope: Scope, *, model: str) 
     """In-scope memories the vector route cannot see: their vectors are in another model's
     space. Almost always there are none anywhere, which the embedding_model index answers
     at once; only then is the scope counted."""
-    other = or_(Memory.embedding_model != model, Memory.embedding_model.is_(None))
+    # Spelt as two ranges: a btree cannot answer `<>`, and a scan for a row that is not there
+    # reads the whole table.
+    other = or_(Memory.embedding_model < model, Memory.embedding_model > model, Memory.embedding_model.is_(None))
     anywhere = exists(select(Memory.id).where(other))
     in_scope = select(func.count()).select_from(Memory).where(*_in_scope(scope), other).scalar_subquery()
     return int(await session.scalar(select(case((anywhere, in_scope), else_=0))) or 0)
