@@ -25,6 +25,14 @@ class Exchange(Generic[Answer]):
     error: str | None  # why no valid answer came back, after every attempt
 
 
+NO_USABLE_ANSWER = "gave no usable answer"
+
+
+def fallback_note(model: str, error: str | None, *, decided_by: str) -> str:
+    """What the logs say when the rules decided because the LLM could not."""
+    return f"llm:{model} {NO_USABLE_ANSWER} ({error}); {decided_by} decided"
+
+
 async def ask_json(
     *, model: str, system: str, user: str, schema: type[Answer], timeout_seconds: float, retries: int
 ) -> Exchange[Answer]:

@@ -12,7 +12,7 @@ import jsonschema
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from app.core.settings import Settings
-from app.llm.client import ask_json
+from app.llm.client import ask_json, fallback_note
 from app.memories.records import normalise
 from app.reflections.schemas import Attribution, PathType, Scope
 from app.reflections.tasks import Task, clip, unexpected
@@ -253,7 +253,7 @@ class LLMReviewer:
             reviewer=fallback.reviewer,
             prompt=exchange.prompt,
             response=exchange.response,
-            note=f"llm:{self._model} gave no usable answer ({exchange.error}); the rule reviewer decided",
+            note=fallback_note(self._model, exchange.error, decided_by="the rule reviewer"),
         )
 
 

@@ -9,12 +9,11 @@ from typing import Protocol
 from pydantic import BaseModel, Field
 
 from app.core.settings import Settings
-from app.llm.client import ask_json
+from app.llm.client import ask_json, fallback_note
 from app.revisions.judgement import Candidate, Decision, JudgedMemory, Judgement
 from app.revisions.rules import RuleJudge
 
 # A fallback ruling's note says this; metrics count judge fallbacks by it.
-NO_USABLE_ANSWER = "gave no usable answer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +122,7 @@ class LLMJudge:
             judge=fallback.judge,
             prompt=exchange.prompt,
             response=exchange.response,
-            note=f"llm:{self._model} {NO_USABLE_ANSWER} ({error}); the rule judge decided",
+            note=fallback_note(self._model, error, decided_by="the rule judge"),
         )
 
 

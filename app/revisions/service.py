@@ -19,13 +19,14 @@ from app.core.errors import VersionConflict
 from app.core.metrics import count_revision
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
+from app.llm.client import NO_USABLE_ANSWER
 from app.memories import records
 from app.memories import repository as memories
 from app.memories.sensitive import find_sensitive
 from app.models import Memory, RevisionLog
 from app.revisions import repository
 from app.revisions.judgement import Candidate, JudgedMemory, Judgement
-from app.revisions.judges import NO_USABLE_ANSWER, Judge, Ruling
+from app.revisions.judges import Judge, Ruling
 from app.revisions.rules import merge
 from app.revisions.text_signals import correction_cue, is_future_plan
 
