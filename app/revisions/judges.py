@@ -25,6 +25,7 @@ class Ruling:
     prompt: str | None = None
     response: str | None = None
     note: str | None = None  # e.g. why the LLM's answer was not used
+    fell_back: bool = False  # the rules decided because the LLM could not
 
 
 class Judge(Protocol):
@@ -123,6 +124,7 @@ class LLMJudge:
             prompt=exchange.prompt,
             response=exchange.response,
             note=fallback_note(self._model, error, decided_by="the rule judge"),
+            fell_back=True,
         )
 
 

@@ -19,7 +19,6 @@ from app.core.errors import VersionConflict
 from app.core.metrics import count_revision
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
-from app.llm.client import NO_USABLE_ANSWER
 from app.memories import records
 from app.memories import repository as memories
 from app.memories.sensitive import find_sensitive
@@ -113,8 +112,9 @@ def _set(**fields) -> Callable[[Memory], bool]:
     return mutate
 
 
-async def _log(session: AsyncSession, new: Memory, *, trigger: str, status: str, **fields) -> RevisionLog:
-    fell_back = NO_USABLE_ANSWER in (fields.get("note") or "")
+async def _log(
+    session: AsyncSession, new: Memory, *, trigger: str, status: str, fell_back: bool = False, **fields
+) -> RevisionLog:
     count_revision(trigger=trigger, decision=fields.get("decision"), fell_back=fell_back)
     return await repository.add(
         session, namespace=new.namespace, trigger=trigger, new_memory_id=new.id, new_content=new.content, status=status, **fields
@@ -314,6 +314,7 @@ async def judge_and_apply(
             llm_prompt=ruling.prompt,
             llm_response=ruling.response,
             note="; ".join(notes) or None,
+            fell_back=ruling.fell_back,
         )
         revisions.append(revision)
         if takes_action and folded:
