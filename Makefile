@@ -5,7 +5,7 @@ INSTALLED := $(VENV)/.installed-stamp
 # litellm must never fetch its model cost map: this service runs offline.
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install run test bench
+.PHONY: install run test bench load fuzz
 
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -25,3 +25,12 @@ test: install
 
 bench: install
 	$(PY) -m app.bench
+
+# N clients against the real service on its own database; FAULT=1 kills PostgreSQL mid-run.
+load: install
+	$(PY) -m app.bench.load $(if $(CLIENTS),--clients $(CLIENTS)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(FAULT),--fault)
+
+# schemathesis against the running service's OpenAPI schema.
+fuzz: install
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[fuzz]'
+	$(PY) -m app.bench.fuzz

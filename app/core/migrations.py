@@ -10,7 +10,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.core.database import asyncpg_url, start_embedded_postgres
+from app.core.database import asyncpg_url
+from app.core.embedded import start_embedded_postgres
 
 ALEMBIC_INI = Path(__file__).resolve().parents[2] / "alembic.ini"
 

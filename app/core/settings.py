@@ -19,7 +19,8 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("hindsight")))
     db_pool_size: int = Field(default=10, ge=1)
     db_max_overflow: int = Field(default=20, ge=0)
-    db_connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    # While the database is down a request waits at most this long before its 503.
+    db_connect_timeout_seconds: float = Field(default=2.0, gt=0)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)
 
     host: str = "127.0.0.1"

@@ -18,7 +18,7 @@ async def readiness(engine: AsyncEngine, *, expected_revision: str) -> dict[str,
         async with engine.connect() as connection:
             revision = await current_revision(connection)
     except Exception as exc:  # any failure to reach the database means "not ready"
-        return {"ready": False, "database": "unreachable", "detail": type(exc).__name__}
+        return {"ready": False, "database": "unreachable", "detail": type(exc.__cause__ or exc).__name__}
     return {
         "ready": revision == expected_revision,
         "database": "reachable",

@@ -1,0 +1,72 @@
+"""A database outage: requests answer 503 at once while PostgreSQL is down, and the service
+recovers by itself when it returns. The test kills its own embedded server, not the shared one."""
+
+import asyncio
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from httpx import ASGITransport, AsyncClient, Response
+
+from app.core.database import asyncpg_url, create_engine
+from app.core.embedded import EmbeddedPostgres
+from app.core.migrations import upgrade_to_head
+from app.core.settings import Settings
+from app.embeddings.provider import EmbeddingProvider
+from app.main import attach_runtime, create_app
+
+NAMESPACE = "test:outage"
+
+
+@pytest.fixture(scope="module")
+async def own_server() -> EmbeddedPostgres:
+    server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="hindsight-outage-")), keep_data=False)
+    await asyncio.to_thread(upgrade_to_head, asyncpg_url(server.uri))  # alembic runs its own event loop
+    return server
+
+
+@pytest.fixture
+async def outage_client(settings: Settings, embedder: EmbeddingProvider, own_server) -> AsyncIterator[AsyncClient]:
+    engine = create_engine(settings, asyncpg_url(own_server.uri))
+    app = create_app(settings)
+    attach_runtime(app, settings=settings, engine=engine, embedder=embedder)
+    async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as http:
+        yield http
+    await engine.dispose()
+
+
+async def timed(call) -> tuple[Response, float]:
+    started = time.perf_counter()
+    response = await call
+    return response, time.perf_counter() - started
+
+
+async def test_requests_answer_503_while_the_database_is_down_and_recover_after(outage_client, own_server):
+    client = outage_client
+    written = await client.post("/v1/memories", json={"namespace": NAMESPACE, "content": "The office is in Lyon."})
+    assert written.status_code == 201
+    memory_id = written.json()["memory"]["id"]
+
+    own_server.kill()
+    during = [
+        await timed(client.get(f"/v1/memories/{memory_id}")),
+        await timed(client.post("/v1/memories", json={"namespace": NAMESPACE, "content": "The office moved to Paris."})),
+        await timed(client.post("/v1/memories/search", json={"namespace": NAMESPACE, "query": "office"})),
+        await timed(client.get(f"/v1/memories/{memory_id}")),  # once more: the pool holds no dead connection
+    ]
+    for response, seconds in during:
+        assert response.status_code == 503, response.text
+        assert response.json()["type"] == "/problems/unavailable"
+        assert response.headers["Retry-After"] == "1"
+        assert seconds < 2.0
+    ready = await client.get("/readyz")
+    assert ready.status_code == 503 and ready.json()["ready"] is False
+
+    own_server.restart()
+    recovered = await client.get(f"/v1/memories/{memory_id}")
+    assert recovered.status_code == 200
+    assert recovered.json()["memory"]["content"] == "The office is in Lyon."
+    assert (await client.post("/v1/memories", json={"namespace": NAMESPACE, "content": "A desk by the window."})).status_code == 201
+    assert (await client.get("/readyz")).json()["ready"] is True
