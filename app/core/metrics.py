@@ -17,6 +17,9 @@ JUDGE_FALLBACKS = Counter(
 )
 WRITE_RATE_FLAGS = Counter("hindsight_write_rate_flags_total", "Sessions flagged for writing faster than the threshold.")
 EMBEDDING_SECONDS = Histogram("hindsight_embedding_duration_seconds", "Embedding calls, passages or query.", ["kind"])
+GATEWAY_DEGRADED = Counter(
+    "hindsight_gateway_degraded_calls_total", "Gateway tool calls answered degraded: the API did not answer.", ["tool"]
+)
 QUEUE_DEPTH = Gauge("hindsight_revision_queue_depth", "Deferred revisions waiting for a worker (read at scrape time).")
 
 

@@ -1,6 +1,9 @@
 """The gateway's MCP server: the hindsight tools, bound to one API client."""
 
 from mcp.server import MCPServer
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import Request
+from starlette.responses import Response
 
 from app.core.settings import Settings
 from app.gateway.api import Api
@@ -15,4 +18,11 @@ INSTRUCTIONS = (
 
 def build_server(settings: Settings, api: Api) -> MCPServer:
     tools = [build_tool(spec, api, default_key=settings.gateway_api_key) for spec in SPECS]
-    return MCPServer("hindsight", instructions=INSTRUCTIONS, tools=tools, log_level=settings.log_level.upper())
+    server = MCPServer("hindsight", instructions=INSTRUCTIONS, tools=tools, log_level=settings.log_level.upper())
+
+    @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)
+    async def metrics(_: Request) -> Response:
+        """This gateway process's metrics (over HTTP only: stdio has nowhere to serve them)."""
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    return server

@@ -13,6 +13,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, SecretStr, create_model
 from pydantic_core import to_jsonable_python
 
+from app.core.metrics import GATEWAY_DEGRADED
 from app.gateway import render
 from app.gateway.api import Api, ApiProblem, ApiUnavailable, Call
 from app.memories.schemas import MemoryWrite
@@ -135,6 +136,7 @@ def build_tool(spec: Spec, api: Api, *, default_key: SecretStr | None) -> Tool:
         except ApiProblem as problem:
             return _result(problem.problem, str(problem), is_error=True)
         except ApiUnavailable as unavailable:
+            GATEWAY_DEGRADED.labels(tool=spec.name).inc()
             detail = f"hindsight did not answer ({unavailable}); carry on without memory for now."
             return _result({"degraded": True, "hits": [], "detail": detail}, detail)
         return _result(answer, spec.render(answer))

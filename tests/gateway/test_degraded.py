@@ -6,6 +6,7 @@ import time
 import httpx
 import pytest
 from mcp import Client
+from prometheus_client import REGISTRY
 
 from app.gateway.api import Api, Call
 from app.gateway.server import build_server
@@ -30,8 +31,13 @@ async def search_through_gateway(settings, api_url: str) -> tuple[float, object]
         await api.aclose()
 
 
+def degraded_searches() -> float:
+    return REGISTRY.get_sample_value("hindsight_gateway_degraded_calls_total", {"tool": "hindsight_search"}) or 0.0
+
+
 @pytest.mark.parametrize("api_state", ["slow", "stopped"])
 async def test_gateway_answers_degraded_within_the_timeout(settings, api_state):
+    degraded_before = degraded_searches()
     if api_state == "slow":
         async with serving(slow_api) as url:
             took, result = await search_through_gateway(settings, url)
@@ -42,6 +48,21 @@ async def test_gateway_answers_degraded_within_the_timeout(settings, api_state):
     assert result.structured_content["degraded"] is True
     assert result.structured_content["hits"] == []
     assert "without memory" in result.content[0].text
+    assert degraded_searches() == degraded_before + 1
+
+
+async def test_the_gateway_serves_its_metrics_over_http(settings):
+    api = Api(f"http://127.0.0.1:{free_port()}", timeout_seconds=0.5)
+    try:
+        async with serving(build_server(settings, api).streamable_http_app(streamable_http_path="/mcp")) as url:
+            async with Client(f"{url}/mcp") as client:
+                await client.call_tool("hindsight_search", SEARCH)
+            async with httpx.AsyncClient() as http:
+                response = await http.get(f"{url}/metrics")
+    finally:
+        await api.aclose()
+    assert response.status_code == 200
+    assert f'hindsight_gateway_degraded_calls_total{{tool="hindsight_search"}} {degraded_searches()}' in response.text
 
 
 async def test_a_dropped_connection_is_retried_once():
