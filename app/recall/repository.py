@@ -50,16 +50,32 @@ class Scope:
     historical: bool = False
 
 
+# The version in force at a moment: by effective time first, since a review may record a
+# change that took effect before versions written earlier by the clock.
+_LATEST_FIRST = (MemoryVersion.created_at.desc(), MemoryVersion.version.desc())
+
+
 def _status_at(memory: type[Memory], at: datetime) -> ColumnElement:
     return (
         select(MemoryVersion.status)
         .where(MemoryVersion.memory_id == memory.id, MemoryVersion.created_at <= at)
-        # By effective time first: a review may record a change that took effect before
-        # versions written earlier by the clock.
-        .order_by(MemoryVersion.created_at.desc(), MemoryVersion.version.desc())
+        .order_by(*_LATEST_FIRST)
         .limit(1)
         .scalar_subquery()
     )
+
+
+async def snapshots_at(session: AsyncSession, memory_ids: Sequence[UUID], *, at: datetime) -> dict[UUID, dict]:
+    """Each memory's recorded fields as they stood at `at`."""
+    if not memory_ids:
+        return {}
+    statement = (
+        select(MemoryVersion.memory_id, MemoryVersion.snapshot)
+        .where(MemoryVersion.memory_id.in_(memory_ids), MemoryVersion.created_at <= at)
+        .distinct(MemoryVersion.memory_id)
+        .order_by(MemoryVersion.memory_id, *_LATEST_FIRST)
+    )
+    return dict((await session.execute(statement)).tuples().all())
 
 
 def _like_prefix(prefix: str) -> str:

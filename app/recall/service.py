@@ -258,6 +258,18 @@ def _hit(item: Scored, *, related: list[UUID]) -> SearchHit:
     )
 
 
+async def _as_they_stood(session: AsyncSession, hits: list[SearchHit], *, at: datetime) -> list[SearchHit]:
+    """Historical hits show each memory as it stood then (content, status, version, links),
+    not as it reads now."""
+    snapshots = await repository.snapshots_at(session, [hit.memory.id for hit in hits], at=at)
+    stood = []
+    for hit in hits:
+        recorded = {name: value for name, value in snapshots[hit.memory.id].items() if name in MemoryOut.model_fields}
+        then = MemoryOut.model_validate({**hit.memory.model_dump(), **recorded})
+        stood.append(hit.model_copy(update={"memory": then, "superseded_by": then.superseded_by}))
+    return stood
+
+
 async def search(
     session: AsyncSession,
     *,
@@ -304,6 +316,8 @@ async def search(
     score = _scorer(candidates, relevances, at=at, weights=weights, settings=settings)
     ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k)
     hits = await _with_partners(session, scope, ranked, top_k=request.top_k, score=score)
+    if request.as_of:
+        hits = await _as_they_stood(session, hits, at=at)
     if request.record_access and not request.as_of:
         await repository.record_access(session, [hit.memory.id for hit in hits], at=at)
     response = SearchResponse(

@@ -227,6 +227,26 @@ async def test_as_of_answers_with_what_was_believed_then(client):
     assert await believed("2024-12-01T00:00:00+00:00") == []
 
 
+async def test_as_of_hits_show_the_memory_as_it_stood_then(client):
+    austin = (await write(client, "User lives in Austin.", key=f"{NS}:city", created_at="2025-01-10T00:00:00+00:00"))["memory"]
+    revised = await client.post(
+        f"/v1/memories/{austin['id']}/revise", json={"content": "User lives in Austin, Texas.", "expected_version": 1}
+    )
+    assert revised.status_code == 200, revised.text
+    denver = (await write(client, "User lives in Denver.", key=f"{NS}:city"))["memory"]
+    body = {"query": "Which city does the user live in?", "namespace": NS, "statuses": ["active", "superseded"]}
+
+    then = (await client.post("/v1/memories/search", json={**body, "as_of": "2025-02-01T00:00:00+00:00"})).json()["hits"]
+    assert [(hit["memory"]["content"], hit["memory"]["status"], hit["memory"]["version"]) for hit in then] == [
+        ("User lives in Austin.", "active", 1)
+    ]
+    assert then[0]["superseded_by"] is None and then[0]["memory"]["superseded_by"] is None
+
+    now = {hit["memory"]["id"]: hit for hit in (await client.post("/v1/memories/search", json=body)).json()["hits"]}
+    assert now[austin["id"]]["memory"]["content"] == "User lives in Austin, Texas."
+    assert now[austin["id"]]["superseded_by"] == denver["id"]
+
+
 async def test_superseded_memories_come_back_only_on_request_with_their_replacement(client):
     old = (await write(client, "Standup is at 9:30.", key=f"{NS}:standup"))["memory"]
     new = (await write(client, "Standup is at 9:15.", key=f"{NS}:standup"))["memory"]
