@@ -3,7 +3,7 @@
 from mcp.server import MCPServer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from app.core.settings import Settings
 from app.gateway.api import Api
@@ -19,6 +19,11 @@ INSTRUCTIONS = (
 def build_server(settings: Settings, api: Api) -> MCPServer:
     tools = [build_tool(spec, api, default_key=settings.gateway_api_key) for spec in SPECS]
     server = MCPServer("hindsight", instructions=INSTRUCTIONS, tools=tools, log_level=settings.log_level.upper())
+
+    @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)
+    async def healthz(_: Request) -> JSONResponse:
+        """Alive; says nothing of the API, since calls answer degraded while it is away."""
+        return JSONResponse({"status": "ok"})
 
     @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)
     async def metrics(_: Request) -> Response:

@@ -51,16 +51,18 @@ async def test_gateway_answers_degraded_within_the_timeout(settings, api_state):
     assert degraded_searches() == degraded_before + 1
 
 
-async def test_the_gateway_serves_its_metrics_over_http(settings):
+async def test_the_gateway_serves_health_and_metrics_over_http_while_the_api_is_away(settings):
     api = Api(f"http://127.0.0.1:{free_port()}", timeout_seconds=0.5)
     try:
         async with serving(build_server(settings, api).streamable_http_app(streamable_http_path="/mcp")) as url:
             async with Client(f"{url}/mcp") as client:
                 await client.call_tool("hindsight_search", SEARCH)
             async with httpx.AsyncClient() as http:
+                health = await http.get(f"{url}/healthz")
                 response = await http.get(f"{url}/metrics")
     finally:
         await api.aclose()
+    assert health.status_code == 200 and health.json() == {"status": "ok"}
     assert response.status_code == 200
     assert f'hindsight_gateway_degraded_calls_total{{tool="hindsight_search"}} {degraded_searches()}' in response.text
 

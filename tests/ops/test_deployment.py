@@ -66,6 +66,7 @@ def test_gateway_runs_from_the_same_image_and_reaches_the_api_by_name():
     assert gateway["depends_on"]["api"]["condition"] == "service_healthy"
     assert gateway["environment"]["HINDSIGHT_GATEWAY_API_URL"] == "http://api:8000"
     assert gateway["networks"] == api["networks"]
+    assert f"http://127.0.0.1:{Settings().gateway_port}/healthz" in " ".join(gateway["healthcheck"]["test"])
 
 
 def test_make_run_stops_the_gateway_when_the_api_stops():
