@@ -233,21 +233,30 @@ async def versions(session: AsyncSession, memory_id: UUID) -> list[MemoryVersion
     return list((await session.execute(statement)).scalars())
 
 
-async def chain(session: AsyncSession, memory_id: UUID, *, direction: str) -> list[Memory]:
-    """Follow `supersedes` (back) or `superseded_by` (forward) links, nearest first."""
+async def chain_ids(session: AsyncSession, starts: Sequence[UUID], *, direction: str) -> dict[UUID, list[UUID]]:
+    """For each start, the ids along its `supersedes` (back) or `superseded_by` (forward)
+    links, nearest first; one query for any number of starts."""
     link = "supersedes" if direction == "back" else "superseded_by"
     walk = text(
         f"""
-        WITH RECURSIVE walk(id, depth) AS (
-            SELECT {link}, 1 FROM memories WHERE id = :start AND {link} IS NOT NULL
+        WITH RECURSIVE walk(start, id, depth) AS (
+            SELECT id, {link}, 1 FROM memories WHERE id = ANY(:starts) AND {link} IS NOT NULL
             UNION ALL
-            SELECT m.{link}, walk.depth + 1 FROM memories m JOIN walk ON m.id = walk.id
+            SELECT walk.start, m.{link}, walk.depth + 1 FROM memories m JOIN walk ON m.id = walk.id
             WHERE m.{link} IS NOT NULL AND walk.depth < 1000
         )
-        SELECT id FROM walk ORDER BY depth
+        SELECT start, id FROM walk ORDER BY start, depth
         """
     )
-    ids = list((await session.execute(walk, {"start": memory_id})).scalars())
+    chains: dict[UUID, list[UUID]] = {start: [] for start in starts}
+    for start, memory_id in await session.execute(walk, {"starts": list(starts)}):
+        chains[start].append(memory_id)
+    return chains
+
+
+async def chain(session: AsyncSession, memory_id: UUID, *, direction: str) -> list[Memory]:
+    """The memories along one memory's links, nearest first."""
+    ids = (await chain_ids(session, [memory_id], direction=direction))[memory_id]
     found = await get_many(session, ids)
     return [found[memory_id] for memory_id in ids if memory_id in found]
 

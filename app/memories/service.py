@@ -194,10 +194,5 @@ async def forget(session: AsyncSession, *, memory_id: UUID, access: Access) -> N
 
 async def recent(session: AsyncSession, *, n: int, namespace: str | None) -> list[RecentMemory]:
     memories = await repository.recent(session, n=n, namespace=namespace)
-    return [
-        RecentMemory(
-            **MemoryOut.of(memory).model_dump(),
-            chain=[older.id for older in await repository.chain(session, memory.id, direction="back")],
-        )
-        for memory in memories
-    ]
+    chains = await repository.chain_ids(session, [memory.id for memory in memories], direction="back")
+    return [RecentMemory(**MemoryOut.of(memory).model_dump(), chain=chains[memory.id]) for memory in memories]

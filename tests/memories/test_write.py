@@ -106,6 +106,23 @@ async def test_debug_recent_lists_newest_first(client: AsyncClient):
     assert all(m["chain"] == [] and m["version"] == 1 for m in memories)
 
 
+async def test_debug_recent_gives_each_memory_its_whole_supersedes_chain(client: AsyncClient):
+    ns = "user:recent-chains"
+
+    async def keyed(content: str, attribute: str) -> str:
+        response = await write(client, content=content, namespace=ns, key=f"{ns}:{attribute}")
+        return response.json()["memory"]["id"]
+
+    phone = [await keyed(f"Phone number is 555-010{digit}.", "phone") for digit in range(3)]
+    city = [await keyed(city, "city") for city in ("Lives in Oslo.", "Lives in Bergen.")]
+    memories = (await client.get("/debug/recent", params={"namespace": ns})).json()["memories"]
+    chains = {m["id"]: m["chain"] for m in memories}
+    assert chains[phone[2]] == [phone[1], phone[0]]
+    assert chains[phone[1]] == [phone[0]]
+    assert chains[city[1]] == [city[0]]
+    assert chains[phone[0]] == chains[city[0]] == []
+
+
 async def test_batch_writes_in_order_and_rejects_items_alone(client: AsyncClient, db_session: AsyncSession):
     items = [
         {"namespace": "user:b", "content": "likes tea"},
