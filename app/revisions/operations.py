@@ -7,13 +7,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.auth import Access
 from app.core.errors import Conflict, NotFound, VersionConflict
-from app.core.metrics import count_revision
 from app.memories import records
 from app.memories import repository as memories
 from app.memories.sensitive import refuse_sensitive
 from app.models import Memory, RevisionLog
 from app.revisions import repository
-from app.revisions.service import Context, apply, judge_and_apply, tag, triggered
+from app.revisions.service import Context, apply, judge_and_apply, log_revision, tag, triggered
 
 _writes_since_review: dict[str, int] = {}
 
@@ -56,12 +55,10 @@ async def revise(
         raise Conflict(f"memory {memory_id} is {memory.status}; only active memories can be revised")
     embedding = (await context.embedder.embed_passages([content]))[0]
     now = datetime.now(timezone.utc)
-    count_revision(trigger="manual", decision="CONFLICT", fell_back=False)
-    revision = await repository.add(
+    revision = await log_revision(
         session,
-        namespace=memory.namespace,
+        memory,
         trigger="manual",
-        new_memory_id=memory.id,
         old_memory_id=memory.id,
         new_content=content,
         decision="CONFLICT",

@@ -112,12 +112,27 @@ def _set(**fields) -> Callable[[Memory], bool]:
     return mutate
 
 
-async def _log(
-    session: AsyncSession, new: Memory, *, trigger: str, status: str, fell_back: bool = False, **fields
+async def log_revision(
+    session: AsyncSession,
+    new: Memory,
+    *,
+    trigger: str,
+    status: str,
+    new_content: str | None = None,
+    fell_back: bool = False,
+    **fields,
 ) -> RevisionLog:
+    """Log (and count) a revision caused by `new`; `new_content` when the log must record
+    text the memory does not hold yet (a manual revise, logged before the change)."""
     count_revision(trigger=trigger, decision=fields.get("decision"), fell_back=fell_back)
     return await repository.add(
-        session, namespace=new.namespace, trigger=trigger, new_memory_id=new.id, new_content=new.content, status=status, **fields
+        session,
+        namespace=new.namespace,
+        trigger=trigger,
+        new_memory_id=new.id,
+        new_content=new.content if new_content is None else new_content,
+        status=status,
+        **fields,
     )
 
 
@@ -208,7 +223,7 @@ async def _same_key(session: AsyncSession, new: Memory, *, context: Context) -> 
     )
     for old in olds:
         episodic = old.memory_type == "episodic"
-        revision = await _log(
+        revision = await log_revision(
             session,
             new,
             trigger="same_key",
@@ -299,7 +314,7 @@ async def judge_and_apply(
         notes = [note for note in (ruling.note, softened) if note]
         if takes_action and folded:
             notes.append("the new memory was already folded into another")
-        revision = await _log(
+        revision = await log_revision(
             session,
             new,
             trigger=item.trigger,
