@@ -7,8 +7,7 @@ from typing import Annotated
 import asyncpg
 from fastapi import Depends, Request
 from sqlalchemy import event, text
-from sqlalchemy.engine import Dialect
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from app.core.embedded import start_embedded_postgres

@@ -4,7 +4,8 @@ schema check. Every exchange keeps the full prompt and the raw answer for the lo
 import asyncio
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -15,6 +16,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402  (the variable above must be set before the import)
 
 Answer = TypeVar("Answer", bound=BaseModel)
+Item = TypeVar("Item")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,12 +27,21 @@ class Exchange(Generic[Answer]):
     error: str | None  # why no valid answer came back, after every attempt
 
 
-NO_USABLE_ANSWER = "gave no usable answer"
+@dataclass(frozen=True)  # no slots: a slotted generic dataclass breaks on Verdict[X](...)
+class Verdict(Generic[Item]):
+    """What a rules-or-LLM step decided (judgements, lesson drafts), who decided, and the LLM
+    exchange if there was one."""
+
+    items: list[Item]
+    decided_by: str
+    prompt: str | None = None
+    response: str | None = None
+    note: str | None = None  # why the LLM's answer was not used
+    fell_back: bool = False  # the rules decided because the LLM could not
 
 
-def fallback_note(model: str, error: str | None, *, decided_by: str) -> str:
-    """What the logs say when the rules decided because the LLM could not."""
-    return f"llm:{model} {NO_USABLE_ANSWER} ({error}); {decided_by} decided"
+class UnusableAnswer(ValueError):
+    """A schema-valid answer that still cannot be used; the message says why."""
 
 
 async def ask_json(
@@ -62,3 +73,37 @@ async def ask_json(
         except Exception as failure:  # litellm raises provider-specific errors; all mean "no answer"
             error = f"{type(failure).__name__}: {failure}"
     return Exchange(prompt=prompt, response=raw, answer=None, error=error)
+
+
+async def ask_or_fall_back(
+    *,
+    model: str,
+    system: str,
+    user: str,
+    schema: type[Answer],
+    timeout_seconds: float,
+    retries: int,
+    read: Callable[[Answer], list[Item]],
+    fallback: Callable[[], Awaitable[Verdict[Item]]],
+) -> Verdict[Item]:
+    """The LLM's verdict, read from its answer; or, when no usable answer came back, the
+    fallback's, noting why and keeping the exchange for the logs."""
+    exchange = await ask_json(
+        model=model, system=system, user=user, schema=schema, timeout_seconds=timeout_seconds, retries=retries
+    )
+    error = exchange.error
+    if exchange.answer is not None:
+        try:
+            items = read(exchange.answer)
+        except UnusableAnswer as unusable:
+            error = str(unusable)
+        else:
+            return Verdict(items, decided_by=f"llm:{model}", prompt=exchange.prompt, response=exchange.response)
+    fallen_back = await fallback()
+    return replace(
+        fallen_back,
+        prompt=exchange.prompt,
+        response=exchange.response,
+        note=f"llm:{model} gave no usable answer ({error}); {fallen_back.decided_by} decided",
+        fell_back=True,
+    )

@@ -12,7 +12,7 @@ import jsonschema
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from app.core.settings import Settings
-from app.llm.client import ask_json, fallback_note
+from app.llm.client import Verdict, ask_or_fall_back
 from app.memories.records import normalise
 from app.reflections.schemas import Attribution, PathType, Scope
 from app.reflections.tasks import Task, clip, unexpected
@@ -41,13 +41,7 @@ class Draft:
     outcome: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Review:
-    drafts: list[Draft]
-    reviewer: str
-    prompt: str | None = None
-    response: str | None = None
-    note: str | None = None  # e.g. why the LLM's answer was not used
+Review = Verdict[Draft]
 
 
 class Reviewer(Protocol):
@@ -95,7 +89,7 @@ class RuleReviewer:
 
     async def review(self, task: Task) -> Review:
         drafts = self._param_errors(task) + self._timeouts_retried(task) + self._repeated_failures(task)
-        return Review(drafts=drafts, reviewer=self.name)
+        return Review(drafts, decided_by=self.name)
 
     def _param_errors(self, task: Task) -> list[Draft]:
         schemas = {call["tool"]: call["input_schema"] for call in task.tool_calls if call.get("input_schema")}
@@ -236,24 +230,15 @@ class LLMReviewer:
         self._fallback = fallback
 
     async def review(self, task: Task) -> Review:
-        exchange = await ask_json(
+        return await ask_or_fall_back(
             model=self._model,
             system=SYSTEM_PROMPT,
             user=_user_prompt(task),
             schema=_LLMAnswer,
             timeout_seconds=self._timeout,
             retries=self._retries,
-        )
-        if exchange.answer is not None:
-            drafts = [Draft(**lesson.model_dump()) for lesson in exchange.answer.lessons]
-            return Review(drafts, reviewer=f"llm:{self._model}", prompt=exchange.prompt, response=exchange.response)
-        fallback = await self._fallback.review(task)
-        return Review(
-            fallback.drafts,
-            reviewer=fallback.reviewer,
-            prompt=exchange.prompt,
-            response=exchange.response,
-            note=fallback_note(self._model, exchange.error, decided_by="the rule reviewer"),
+            read=lambda answer: [Draft(**lesson.model_dump()) for lesson in answer.lessons],
+            fallback=lambda: self._fallback.review(task),
         )
 
 

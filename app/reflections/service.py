@@ -141,14 +141,14 @@ async def record_events(
         occurred_at=rows[-1].at,
         source_task_id=task.task_id,
     )
-    lessons = await _learn_all(session, distinct(review.drafts), origin=origin, settings=settings, embedder=embedder)
+    lessons = await _learn_all(session, distinct(review.items), origin=origin, settings=settings, embedder=embedder)
     await repository.add_review(
         session,
         TaskReview(
             namespace=task.namespace,
             task_id=task.task_id,
             triggers=reasons,
-            reviewer=review.reviewer,
+            reviewer=review.decided_by,
             lesson_ids=[str(lesson.id) for lesson, _ in lessons],
             llm_prompt=review.prompt,
             llm_response=review.response,
@@ -158,7 +158,7 @@ async def record_events(
     return EventsResponse(
         accepted=accepted,
         lessons=[LessonOut.of(lesson) for lesson, _ in lessons],
-        review=ReviewOut(triggers=reasons, reviewer=review.reviewer, note=review.note),
+        review=ReviewOut(triggers=reasons, reviewer=review.decided_by, note=review.note),
     )
 
 

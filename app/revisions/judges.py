@@ -3,29 +3,16 @@ which falls back to the rules when it fails and says so."""
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from pydantic import BaseModel, Field
 
 from app.core.settings import Settings
-from app.llm.client import ask_json, fallback_note
+from app.llm.client import UnusableAnswer, Verdict, ask_or_fall_back
 from app.revisions.judgement import Candidate, Decision, JudgedMemory, Judgement
 from app.revisions.rules import RuleJudge
 
-# A fallback ruling's note says this; metrics count judge fallbacks by it.
-
-
-@dataclass(frozen=True, slots=True)
-class Ruling:
-    """One judge call: a judgement per candidate, who judged, and the LLM exchange if any."""
-
-    judgements: list[Judgement]
-    judge: str
-    prompt: str | None = None
-    response: str | None = None
-    note: str | None = None  # e.g. why the LLM's answer was not used
-    fell_back: bool = False  # the rules decided because the LLM could not
+Ruling = Verdict[Judgement]
 
 
 class Judge(Protocol):
@@ -37,7 +24,7 @@ class RulesJudge:
         self._rules = RuleJudge()
 
     async def rule(self, new: JudgedMemory, candidates: Sequence[Candidate]) -> Ruling:
-        return Ruling(judgements=self._rules.judge(new, candidates), judge="rules")
+        return Ruling(self._rules.judge(new, candidates), decided_by="rules")
 
 
 SYSTEM_PROMPT = """You keep an AI agent's long-term memory consistent. A NEW memory was just \
@@ -93,38 +80,30 @@ class LLMJudge:
         self._fallback = fallback
 
     async def rule(self, new: JudgedMemory, candidates: Sequence[Candidate]) -> Ruling:
-        exchange = await ask_json(
+        def read(answer: _LLMAnswer) -> list[Judgement]:
+            by_candidate = {item.candidate: item for item in answer.judgements}
+            if set(by_candidate) != set(range(len(candidates))):
+                raise UnusableAnswer(f"answer judged candidates {sorted(by_candidate)}, expected 0..{len(candidates) - 1}")
+            return [
+                Judgement(
+                    memory_id=candidate.memory.id,
+                    decision=by_candidate[index].decision,
+                    confidence=by_candidate[index].confidence,
+                    reason=by_candidate[index].reason,
+                    merged_content=by_candidate[index].merged_content if by_candidate[index].decision == "REFINE" else None,
+                )
+                for index, candidate in enumerate(candidates)
+            ]
+
+        return await ask_or_fall_back(
             model=self._model,
             system=SYSTEM_PROMPT,
             user=_user_prompt(new, candidates),
             schema=_LLMAnswer,
             timeout_seconds=self._timeout,
             retries=self._retries,
-        )
-        error = exchange.error
-        if exchange.answer is not None:
-            by_candidate = {item.candidate: item for item in exchange.answer.judgements}
-            if set(by_candidate) == set(range(len(candidates))):
-                judgements = [
-                    Judgement(
-                        memory_id=candidate.memory.id,
-                        decision=by_candidate[index].decision,
-                        confidence=by_candidate[index].confidence,
-                        reason=by_candidate[index].reason,
-                        merged_content=by_candidate[index].merged_content if by_candidate[index].decision == "REFINE" else None,
-                    )
-                    for index, candidate in enumerate(candidates)
-                ]
-                return Ruling(judgements, judge=f"llm:{self._model}", prompt=exchange.prompt, response=exchange.response)
-            error = f"answer judged candidates {sorted(by_candidate)}, expected 0..{len(candidates) - 1}"
-        fallback = await self._fallback.rule(new, candidates)
-        return Ruling(
-            fallback.judgements,
-            judge=fallback.judge,
-            prompt=exchange.prompt,
-            response=exchange.response,
-            note=fallback_note(self._model, error, decided_by="the rule judge"),
-            fell_back=True,
+            read=read,
+            fallback=lambda: self._fallback.rule(new, candidates),
         )
 
 

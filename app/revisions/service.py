@@ -304,7 +304,7 @@ async def judge_and_apply(
     threshold = context.settings.revision_confidence_threshold
     # A new memory may supersede several outdated ones, but once it is folded away (a
     # restatement, or merged) nothing else it said needs acting on: the surest judgement wins.
-    by_confidence = sorted(zip(triggered, ruling.judgements, strict=True), key=lambda pair: -pair[1].confidence)
+    by_confidence = sorted(zip(triggered, ruling.items, strict=True), key=lambda pair: -pair[1].confidence)
     folded = False
     revisions = []
     for item, judgement in by_confidence:
@@ -325,7 +325,7 @@ async def judge_and_apply(
             reason=judgement.reason,
             confidence=judgement.confidence,
             merged_content=judgement.merged_content,
-            judge=ruling.judge,
+            judge=ruling.decided_by,
             llm_prompt=ruling.prompt,
             llm_response=ruling.response,
             note="; ".join(notes) or None,
