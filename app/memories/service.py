@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.auth import Access
-from app.core.errors import AppError, NotFound, problem_of, validation_problem
+from app.core.errors import AppError, NotFound, Unavailable, problem_of, validation_problem
 from app.core.metrics import WRITES
 from app.core.settings import Settings
 from app.memories import records, repository
@@ -150,6 +150,8 @@ async def write_batch(
             access.check(request.namespace)
             async with session.begin_nested():
                 outcome = await _store(session, request=request, embedding=embedding, context=context)
+        except Unavailable:
+            raise  # the database is away: the whole batch answers 503, nothing is half-stored
         except AppError as error:
             results[index] = BatchItemResult(index=index, status=error.status_code, error=problem_of(error))
             continue

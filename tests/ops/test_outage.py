@@ -53,6 +53,7 @@ async def test_requests_answer_503_while_the_database_is_down_and_recover_after(
     during = [
         await timed(client.get(f"/v1/memories/{memory_id}")),
         await timed(client.post("/v1/memories", json={"namespace": NAMESPACE, "content": "The office moved to Paris."})),
+        await timed(client.post("/v1/memories:batch", json={"items": [{"namespace": NAMESPACE, "content": "Desk 4."}]})),
         await timed(client.post("/v1/memories/search", json={"namespace": NAMESPACE, "query": "office"})),
         await timed(client.get(f"/v1/memories/{memory_id}")),  # once more: the pool holds no dead connection
     ]
