@@ -54,7 +54,7 @@ OUTAGE_SECONDS = 4.0
 READ_BACK_TIMEOUT_SECONDS = 120.0
 READ_BACK_CONCURRENCY = 16
 TRANSPORT_BACKOFF_SECONDS = 0.5
-# What a 503 without Retry-After (a batch item's problem) means: try again in a second.
+# A 503 without Retry-After: try again in a second.
 DEFAULT_RETRY_AFTER_SECONDS = 1.0
 
 PEOPLE = ("Maya", "Jonas", "Priya", "Tomás", "Aiko", "Lena", "Omar", "Grace", "Wei", "Nadia", "Felix", "Sofia")
@@ -228,15 +228,12 @@ class Client:
         response = await self._run.call("batch", "/v1/memories:batch", {"items": items})
         if response is None or response.status_code != 200:
             return retry_delay(response)
-        delay = 0.0
         for item, result in zip(items, response.json()["results"], strict=True):
             if result["status"] in (200, 201):
                 self._remember("batch", item, result, deduplicated=result["status"] == 200)
-                continue
-            self._run.rejected_items[result["status"]] += 1
-            if result["status"] == UNAVAILABLE:
-                delay = DEFAULT_RETRY_AFTER_SECONDS
-        return delay
+            else:  # every item is valid, and an outage answers 503 for the whole batch
+                self._run.rejected_items[result["status"]] += 1
+        return 0.0
 
     async def _revise(self) -> float:
         if not self._revisable:
@@ -311,8 +308,7 @@ def _results(
     summary = summarize(run.samples, seconds=elapsed, acknowledged=len(run.acknowledged))
     lost: list[Lost] = lost_writes(run.acknowledged, details) if details is not None else []
     unexpected = unexpected_client_errors(run.samples)
-    # An item answered 503 is an outage's "retry later", as a whole request's would be.
-    rejected = sum(count for status, count in run.rejected_items.items() if not (fault and status == UNAVAILABLE))
+    rejected = sum(run.rejected_items.values())
     outage_figures = outage_summary(run.samples, outage) if outage is not None else None
     reasons = failures(
         summary,

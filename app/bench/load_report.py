@@ -129,14 +129,13 @@ def outage_summary(samples: list[Sample], outage: Outage) -> dict[str, Any]:
     """How the service behaved while the database was down, and how soon it served again.
 
     Recovery is the first success of a request begun once the postmaster was dead (one begun
-    earlier may have finished on a live connection). A batch does not count: it answers 200
-    even when every item failed with 503, its failures are reported per item.
+    earlier may have finished on a live connection).
     """
     first_success = min(
         (
             sample.finished
             for sample in samples
-            if sample.started >= outage.down_at and 200 <= sample.status < 300 and sample.operation != "batch"
+            if sample.started >= outage.down_at and 200 <= sample.status < 300
         ),
         default=None,
     )
