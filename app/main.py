@@ -7,7 +7,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import Depends, FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.auth import get_access, warn_if_open
+from app.core.auth import AUTHENTICATED_PROBLEMS, get_access, warn_if_open
 from app.core.database import (
     check_reachable,
     create_engine,
@@ -88,10 +88,10 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     app.add_middleware(RequestIdMiddleware)
     # Every route needs a valid key when keys are configured; ops checks its own (health stays open).
     authenticated = [Depends(get_access)]
-    app.include_router(recall_router, dependencies=[*authenticated, Depends(count_search)])
-    app.include_router(memories_router, dependencies=authenticated)
-    app.include_router(reflections_router, dependencies=authenticated)
-    app.include_router(revisions_router, dependencies=authenticated)
-    app.include_router(maintenance_router, dependencies=authenticated)
+    app.include_router(recall_router, dependencies=[*authenticated, Depends(count_search)], responses=AUTHENTICATED_PROBLEMS)
+    app.include_router(memories_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
+    app.include_router(reflections_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
+    app.include_router(revisions_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
+    app.include_router(maintenance_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(ops_router)
     return app

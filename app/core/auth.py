@@ -10,7 +10,7 @@ from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.core.dependencies import SettingsDep
-from app.core.errors import AppError, Forbidden
+from app.core.errors import REQUEST_PROBLEMS, AppError, Forbidden, problem_responses
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +71,9 @@ def warn_if_open(keys: Mapping[str, Sequence[str]]) -> None:
     if not keys:
         logger.warning("no API keys configured (HINDSIGHT_API_KEYS): every namespace is open to every caller")
 
+
+# What every route behind an API key can answer, besides its own problems.
+AUTHENTICATED_PROBLEMS = {**REQUEST_PROBLEMS, **problem_responses(Unauthorized, Forbidden)}
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from HINDSIGHT_API_KEYS.")
 

@@ -5,9 +5,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import iter_route_contexts
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +48,12 @@ class VersionConflict(Conflict):
     title = "Version conflict"
 
 
+class MalformedJson(AppError):
+    status_code = 400
+    type = "/problems/malformed-json"
+    title = "Malformed JSON"
+
+
 class Forbidden(AppError):
     status_code = 403
     type = "/problems/forbidden"
@@ -77,6 +86,35 @@ class Unavailable(AppError):
     type = "/problems/unavailable"
     title = "Service unavailable"
     headers = {"Retry-After": "1"}
+
+
+class Problem(BaseModel):
+    """The body of every error response (RFC 9457)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, Any]] | None = None
+
+
+def problem_responses(*problems: type[AppError]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for routes that can answer these problems: one entry per status,
+    served as application/problem+json and naming each problem type it can carry."""
+    by_status: dict[int, list[type[AppError]]] = {}
+    for problem in problems:
+        by_status.setdefault(problem.status_code, []).append(problem)
+    return {
+        status: {
+            "description": "; ".join(f"{problem.title} (`{problem.type}`)" for problem in same),
+            "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+        for status, same in by_status.items()
+    }
+
+
+# What any route that reads input and the database can answer.
+REQUEST_PROBLEMS = problem_responses(MalformedJson, Unprocessable, Unavailable)
 
 
 def problem_body(
@@ -126,24 +164,30 @@ def validation_problem(raw_errors: Any) -> dict[str, Any]:
 async def _request_validation_handler(_: Request, error: RequestValidationError) -> JSONResponse:
     errors = validation_errors(error.errors())
     if any(item["type"] == "json_invalid" for item in errors):
-        body = problem_body(
-            type="/problems/malformed-json",
-            title="Malformed JSON",
-            status=400,
-            detail="The request body is not valid JSON.",
-            errors=errors,
-        )
+        body = problem_of(MalformedJson("The request body is not valid JSON.", errors=errors))
     else:
         body = validation_problem(error.errors())
     return problem_response(body)
 
 
-async def _http_error_handler(_: Request, error: StarletteHTTPException) -> JSONResponse:
+def _allowed_methods(request: Request) -> str:
+    """Every method served at the request's path. The router's 405 names only the first route
+    matching the path, though `/v1/events` (GET and POST) is two routes. Included routers nest,
+    so the routes are walked through FastAPI's flattened view of them."""
+    routes = iter_route_contexts(request.app.routes)
+    matching = [route for route in routes if route.matches(dict(request.scope))[0] != Match.NONE]
+    return ", ".join(sorted({method for route in matching for method in route.methods or ()}))
+
+
+async def _http_error_handler(request: Request, error: StarletteHTTPException) -> JSONResponse:
     slug = {404: "not-found", 405: "method-not-allowed"}.get(error.status_code, f"http-{error.status_code}")
     body = problem_body(
         type=f"/problems/{slug}", title=str(error.detail), status=error.status_code, detail=str(error.detail)
     )
-    return problem_response(body, headers=getattr(error, "headers", None))
+    headers = getattr(error, "headers", None)
+    if error.status_code == 405:
+        headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+    return problem_response(body, headers=headers)
 
 
 # Driver errors that mean "the database cannot answer now", not "this request is wrong".
@@ -178,7 +222,21 @@ async def _unexpected_error_handler(_: Request, error: Exception) -> JSONRespons
     return problem_response(body)
 
 
+def _document_problem_schema(app: FastAPI) -> None:
+    """Put Problem, which problem_responses refer to, among the schema's components. It cannot
+    come in as a response `model`: FastAPI would also list it as application/json."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = generate()  # built once and cached by FastAPI; the addition below sticks to it
+        schema.setdefault("components", {}).setdefault("schemas", {}).setdefault("Problem", Problem.model_json_schema())
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    _document_problem_schema(app)
     app.add_exception_handler(AppError, _app_error_handler)
     app.add_exception_handler(RequestValidationError, _request_validation_handler)
     app.add_exception_handler(StarletteHTTPException, _http_error_handler)

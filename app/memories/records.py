@@ -27,6 +27,17 @@ def same_numbers(first: str, second: str) -> bool:
     return sorted(_NUMBER.findall(normalise(first))) == sorted(_NUMBER.findall(normalise(second)))
 
 
+def _expiry(created_at: datetime, ttl_seconds: int | None) -> datetime | None:
+    """When the memory expires: never without a TTL, nor when that would fall past year 9999,
+    beyond what Python can hold (a memory imported with a date near it)."""
+    if not ttl_seconds:
+        return None
+    try:
+        return created_at + timedelta(seconds=ttl_seconds)
+    except OverflowError:
+        return None
+
+
 def new_memory(
     *,
     namespace: str,
@@ -61,7 +72,7 @@ def new_memory(
         source=source or {},
         metadata_=metadata or {},
         ttl_seconds=ttl_seconds,
-        expires_at=created_at + timedelta(seconds=ttl_seconds) if ttl_seconds else None,
+        expires_at=_expiry(created_at, ttl_seconds),
         created_at=created_at,
         updated_at=updated_at,
     )

@@ -219,11 +219,12 @@ async def touch(session: AsyncSession, memory: Memory) -> None:
 async def save_change(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> Memory:
     """Write the memory's changed fields (its version goes up by one, refused if another
     writer got there first) and record the new version."""
+    memory_id = memory.id  # a failed flush expires the object: reading its id then raises
     memory.updated_at = datetime.now(timezone.utc)
     try:
         await session.flush()
     except StaleDataError as error:
-        raise VersionConflict(f"memory {memory.id} was changed by another writer; read it again") from error
+        raise VersionConflict(f"memory {memory_id} was changed by another writer; read it again") from error
     await add_version(session, memory, changed_by=changed_by, at=at)
     return memory
 

@@ -6,6 +6,7 @@ from fastapi.responses import JSONResponse
 
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
+from app.core.errors import NotFound, RateLimited, SensitiveContent, Unprocessable, VersionConflict, problem_responses
 from app.memories import service
 from app.memories.dependencies import WriteRateDep
 from app.memories.schemas import BatchResponse, BatchWrite, MemoryDetail, MemoryWrite, WriteResponse
@@ -14,10 +15,20 @@ from app.revisions.dependencies import RevisionContextDep
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
+# Path ids match as UUIDs only (`:uuid`): `GET /v1/memories/search` is then a 405 for the
+# search route, not a malformed id, and an id that is no UUID names nothing (404).
 MemoryID = Annotated[UUID, Path(description="The memory's id.")]
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=WriteResponse)
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=WriteResponse,
+    responses={
+        200: {"model": WriteResponse, "description": "The same content was already active: that memory."},
+        **problem_responses(VersionConflict, Unprocessable, SensitiveContent, RateLimited),
+    },
+)
 async def write_memory(
     body: MemoryWrite, session: SessionDep, context: RevisionContextDep, access: AccessDep, write_rate: WriteRateDep
 ) -> JSONResponse:
@@ -30,7 +41,7 @@ async def write_memory(
     return JSONResponse(outcome.response().model_dump(mode="json"), status_code=code)
 
 
-@router.post(":batch", response_model=BatchResponse)
+@router.post(":batch", response_model=BatchResponse, responses=problem_responses(RateLimited))
 async def write_batch(
     body: BatchWrite, session: SessionDep, context: RevisionContextDep, access: AccessDep, write_rate: WriteRateDep
 ) -> BatchResponse:
@@ -40,13 +51,15 @@ async def write_batch(
     return BatchResponse(results=results)
 
 
-@router.get("/{memory_id}", response_model=MemoryDetail)
+@router.get("/{memory_id:uuid}", response_model=MemoryDetail, responses=problem_responses(NotFound))
 async def get_memory(memory_id: MemoryID, session: SessionDep, access: AccessDep) -> MemoryDetail:
     """A memory with its versions, its supersede chain in both directions and its relations."""
     return await service.detail(session, memory_id=memory_id, access=access)
 
 
-@router.delete("/{memory_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/{memory_id:uuid}", status_code=status.HTTP_204_NO_CONTENT, responses=problem_responses(NotFound, VersionConflict)
+)
 async def forget_memory(memory_id: MemoryID, session: SessionDep, access: AccessDep) -> Response:
     """Forget a memory (soft delete: it stays readable by id, with its history)."""
     await service.forget(session, memory_id=memory_id, access=access)

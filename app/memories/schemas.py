@@ -5,9 +5,11 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from app.core.errors import Problem
 from app.core.settings import settings
+from app.core.validation import INT4_MAX, NOT_BLANK, Number, RequestBody, Timestamp, integer
 from app.models import Memory
 
 MemoryType = Literal["working", "episodic", "semantic"]
@@ -38,13 +40,19 @@ def bounded_content(content: str) -> str:
     return content
 
 
-class MemoryWrite(BaseModel):
+# bounded_content's rules stated in the schema as well, for clients and schema-driven tests.
+Content = Annotated[
+    str,
+    AfterValidator(bounded_content),
+    Field(json_schema_extra={"minLength": 1, "maxLength": settings.max_content_chars, "pattern": NOT_BLANK}),
+]
+
+
+class MemoryWrite(RequestBody):
     """One memory to store."""
 
-    model_config = ConfigDict(extra="forbid")
-
     namespace: Namespace
-    content: str = Field(description="The memory itself, in any language.", examples=["User is allergic to peanuts."])
+    content: Content = Field(description="The memory itself, in any language.", examples=["User is allergic to peanuts."])
     key: str | None = Field(
         default=None,
         max_length=400,
@@ -53,15 +61,13 @@ class MemoryWrite(BaseModel):
     )
     query_hint: str | None = Field(default=None, max_length=1_000, description="What a search for this should say.")
     memory_type: MemoryType = Field(default="semantic", description="working (short-lived), episodic (what happened), semantic (facts).")
-    confidence: float = Field(default=1.0, ge=0, le=1)
-    importance: float = Field(default=0.5, ge=0, le=1)
-    ttl_seconds: int | None = Field(default=None, ge=1, description="Forget after this many seconds.")
+    confidence: Number = Field(default=1.0, ge=0, le=1)
+    importance: Number = Field(default=0.5, ge=0, le=1)
+    ttl_seconds: integer(ge=1, le=INT4_MAX) | None = Field(default=None, description="Forget after this many seconds.")
     session_id: str | None = Field(default=None, max_length=200)
     source: dict[str, Any] | None = Field(default=None, description="Where it came from: turn id, agent id, ...")
     metadata: dict[str, Any] | None = None
-    created_at: AwareDatetime | None = Field(default=None, description="Original time, for imports; defaults to now.")
-
-    _content = field_validator("content")(bounded_content)
+    created_at: Timestamp | None = Field(default=None, description="Original time, for imports; defaults to now.")
 
     @field_validator("key")
     @classmethod
@@ -130,14 +136,6 @@ class WriteResponse(BaseModel):
     memory: MemoryOut
     deduplicated: bool
     revisions: list[RevisionSummary] = []
-
-
-class Problem(BaseModel):
-    type: str
-    title: str
-    status: int
-    detail: str
-    errors: list[dict[str, Any]] | None = None
 
 
 class BatchItemResult(BaseModel):

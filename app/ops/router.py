@@ -3,15 +3,15 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
-from app.core.auth import AccessDep
+from app.core.auth import AUTHENTICATED_PROBLEMS, AccessDep
 from app.core.database import SessionDep
 from app.core.dependencies import EngineDep
 from app.core.migrations import head_revision
 from app.memories import service as memories
 from app.memories.dependencies import WriteRateDep
-from app.memories.schemas import RecentResponse
+from app.memories.schemas import Namespace, RecentResponse
 from app.ops import service
-from app.ops.schemas import AnomalyList
+from app.ops.schemas import AnomalyList, Readiness
 
 router = APIRouter(tags=["operations"])
 
@@ -22,19 +22,21 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get(
+    "/readyz", response_model=Readiness, responses={503: {"model": Readiness, "description": "Not ready."}}
+)
 async def readyz(engine: EngineDep) -> JSONResponse:
     """Ready when the database answers and its schema is at the latest migration."""
     report = await service.readiness(engine, expected_revision=head_revision())
     return JSONResponse(report, status_code=200 if report["ready"] else 503)
 
 
-@router.get("/debug/recent", response_model=RecentResponse)
+@router.get("/debug/recent", response_model=RecentResponse, responses=AUTHENTICATED_PROBLEMS)
 async def debug_recent(
     session: SessionDep,
     access: AccessDep,
     n: Annotated[int, Query(ge=1, le=500)] = 50,
-    namespace: Annotated[str | None, Query(max_length=200)] = None,
+    namespace: Annotated[Namespace | None, Query()] = None,
 ) -> RecentResponse:
     """The latest memories with status, version and supersedes chain."""
     access.check(namespace)
@@ -48,11 +50,11 @@ async def metrics(engine: EngineDep) -> Response:
     return Response(body, media_type=media_type)
 
 
-@router.get("/debug/anomalies", response_model=AnomalyList)
+@router.get("/debug/anomalies", response_model=AnomalyList, responses=AUTHENTICATED_PROBLEMS)
 async def debug_anomalies(
     write_rate: WriteRateDep,
     access: AccessDep,
-    namespace: Annotated[str | None, Query(max_length=200)] = None,
+    namespace: Annotated[Namespace | None, Query()] = None,
 ) -> AnomalyList:
     """Sessions recently flagged for writing faster than the write-rate threshold (this process)."""
     access.check(namespace)

@@ -13,3 +13,11 @@ class Anomaly(BaseModel):
 
 class AnomalyList(BaseModel):
     anomalies: list[Anomaly]
+
+
+class Readiness(BaseModel):
+    ready: bool
+    database: str = Field(description="`reachable` or `unreachable`.")
+    migration: str | None = Field(default=None, description="The database's migration, when reachable.")
+    expected_migration: str | None = None
+    detail: str | None = Field(default=None, description="Why the database could not be reached.")

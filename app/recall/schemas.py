@@ -3,8 +3,9 @@
 from typing import Self
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
+from app.core.validation import NOT_BLANK, Number, RequestBody, Timestamp, integer
 from app.memories.schemas import MemoryOut, MemoryStatus, MemoryType, Namespace
 
 
@@ -13,28 +14,38 @@ class Weights(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    semantic: float | None = Field(default=None, ge=0, le=1)
-    recency: float | None = Field(default=None, ge=0, le=1)
-    confidence: float | None = Field(default=None, ge=0, le=1)
-    access: float | None = Field(default=None, ge=0, le=1)
+    semantic: Number | None = Field(default=None, ge=0, le=1)
+    recency: Number | None = Field(default=None, ge=0, le=1)
+    confidence: Number | None = Field(default=None, ge=0, le=1)
+    access: Number | None = Field(default=None, ge=0, le=1)
 
 
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SearchRequest(RequestBody):
+    # The schema states what the validators below check, where JSON Schema can say it.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["namespace"], "properties": {"namespace": {"type": "string"}}},
+                {"required": ["namespaces"], "properties": {"namespaces": {"type": "array"}}},
+            ]
+        }
+    )
 
-    query: str = Field(min_length=1, max_length=2_000, examples=["What is the user allergic to?"])
+    query: str = Field(
+        min_length=1, max_length=2_000, json_schema_extra={"pattern": NOT_BLANK}, examples=["What is the user allergic to?"]
+    )
     namespace: Namespace | None = None
     namespaces: list[Namespace] | None = Field(default=None, min_length=1, max_length=20)
     key_prefix: str | None = Field(default=None, min_length=1, max_length=400)
     memory_types: list[MemoryType] | None = Field(default=None, min_length=1)
     statuses: list[MemoryStatus] = Field(default=["active"], min_length=1)
-    top_k: int = Field(default=5, ge=1, le=100)
+    top_k: integer(ge=1, le=100) = 5
     weights: Weights | None = None
-    created_after: AwareDatetime | None = None
-    created_before: AwareDatetime | None = None
-    as_of: AwareDatetime | None = Field(default=None, description="Answer as the namespace stood at this time.")
-    explain: bool = Field(default=False, description="Report each route's candidates and why some missed the top k.")
-    record_access: bool = Field(
+    created_after: Timestamp | None = None
+    created_before: Timestamp | None = None
+    as_of: Timestamp | None = Field(default=None, description="Answer as the namespace stood at this time.")
+    explain: StrictBool = Field(default=False, description="Report each route's candidates and why some missed the top k.")
+    record_access: StrictBool = Field(
         default=True,
         description="Count the hits as accessed (feeds recency and access in later rankings); "
         "false for read-only looks such as evaluations.",

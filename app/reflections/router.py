@@ -7,6 +7,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
 from app.core.dependencies import EmbedderDep, SettingsDep
+from app.core.errors import Conflict, NotFound, VersionConflict, problem_responses
+from app.core.validation import StorableText
 from app.memories.schemas import MemoryOut, Namespace
 from app.reflections import service
 from app.reflections.dependencies import ReviewerDep
@@ -28,10 +30,15 @@ from app.reflections.schemas import (
 
 router = APIRouter(tags=["reflections"])
 
+# Ids match as UUIDs only (`:uuid`), so `/v1/reflections/search` and `/report` are never taken for ids.
 LessonID = Annotated[UUID, Path(description="The lesson's id.")]
 
 
-@router.post("/v1/events", response_model=EventsResponse)
+class MarkdownResponse(PlainTextResponse):
+    media_type = "text/markdown"
+
+
+@router.post("/v1/events", response_model=EventsResponse, responses=problem_responses(Conflict))
 async def record_events(
     body: EventsRequest,
     session: SessionDep,
@@ -45,11 +52,11 @@ async def record_events(
     return await service.record_events(session, request=body, settings=settings, embedder=embedder, reviewer=reviewer)
 
 
-@router.get("/v1/events", response_model=TaskEvents)
+@router.get("/v1/events", response_model=TaskEvents, responses=problem_responses(NotFound))
 async def replay_task(
     session: SessionDep,
     namespace: Annotated[Namespace, Query()],
-    task_id: Annotated[str, Query(min_length=1)],
+    task_id: Annotated[StorableText, Query(min_length=1, max_length=200)],
     access: AccessDep,
 ) -> TaskEvents:
     """A task's events in order, long payloads restored in full, for replay."""
@@ -57,7 +64,12 @@ async def replay_task(
     return await service.replay(session, namespace=namespace, task_id=task_id)
 
 
-@router.post("/v1/reflections", status_code=status.HTTP_201_CREATED, response_model=LessonWriteResponse)
+@router.post(
+    "/v1/reflections",
+    status_code=status.HTTP_201_CREATED,
+    response_model=LessonWriteResponse,
+    responses={200: {"model": LessonWriteResponse, "description": "Merged into the existing lesson it repeats."}},
+)
 async def write_lesson(
     body: LessonWrite, session: SessionDep, settings: SettingsDep, embedder: EmbedderDep, access: AccessDep
 ) -> JSONResponse:
@@ -78,22 +90,24 @@ async def search_lessons(
     return await service.search(session, request=body, settings=settings, embedder=embedder)
 
 
-@router.get("/v1/reflections/report", response_class=PlainTextResponse)
+@router.get("/v1/reflections/report", response_class=MarkdownResponse)
 async def lessons_report(
     session: SessionDep, namespace: Annotated[Namespace, Query()], access: AccessDep
-) -> PlainTextResponse:
+) -> MarkdownResponse:
     """The namespace's lessons as Markdown, by scope, with counts, confidence and conflicts."""
     access.check(namespace)
-    return PlainTextResponse(await service.report(session, namespace=namespace), media_type="text/markdown")
+    return MarkdownResponse(await service.report(session, namespace=namespace))
 
 
-@router.get("/v1/reflections/{lesson_id}", response_model=LessonResponse)
+@router.get("/v1/reflections/{lesson_id:uuid}", response_model=LessonResponse, responses=problem_responses(NotFound))
 async def get_lesson(lesson_id: LessonID, session: SessionDep, access: AccessDep) -> LessonResponse:
     """One lesson."""
     return LessonResponse(lesson=LessonOut.of(await service.get_lesson(session, lesson_id=lesson_id, access=access)))
 
 
-@router.post("/v1/reflections/{lesson_id}/feedback", response_model=LessonResponse)
+@router.post(
+    "/v1/reflections/{lesson_id:uuid}/feedback", response_model=LessonResponse, responses=problem_responses(NotFound)
+)
 async def lesson_feedback(
     lesson_id: LessonID, body: LessonFeedback, session: SessionDep, settings: SettingsDep, access: AccessDep
 ) -> LessonResponse:
@@ -102,7 +116,11 @@ async def lesson_feedback(
     return LessonResponse(lesson=LessonOut.of(lesson))
 
 
-@router.post("/v1/memories/{memory_id}/feedback", response_model=MemoryFeedbackResponse)
+@router.post(
+    "/v1/memories/{memory_id:uuid}/feedback",
+    response_model=MemoryFeedbackResponse,
+    responses=problem_responses(NotFound, VersionConflict),
+)
 async def memory_feedback(
     memory_id: Annotated[UUID, Path(description="The memory's id.")],
     body: MemoryFeedback,

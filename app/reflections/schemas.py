@@ -4,8 +4,9 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
+from app.core.validation import WHITESPACE, Number, RequestBody, Timestamp, integer
 from app.memories.schemas import MemoryOut, Namespace
 from app.models import Reflection
 
@@ -18,7 +19,7 @@ Scope = Annotated[
     Field(
         min_length=6,
         max_length=300,
-        pattern=r"^(tool|task):\S+$",
+        pattern=f"^(tool|task):[^{WHITESPACE}]+$",
         description="`tool:<name>` or `task:<type>`: recall filters on it first.",
         examples=["tool:query_order"],
     ),
@@ -30,7 +31,7 @@ class _Event(BaseModel):
     # Fields beyond the documented ones are kept: the stream is stored for replay.
     model_config = ConfigDict(extra="allow")
 
-    at: AwareDatetime | None = Field(default=None, description="When it happened; defaults to when it was received.")
+    at: Timestamp | None = Field(default=None, description="When it happened; defaults to when it was received.")
 
 
 class ToolCall(_Event):
@@ -40,9 +41,9 @@ class ToolCall(_Event):
     status: Literal["ok", "error", "timeout"]
     result: Any = None
     error: str | None = None
-    latency_ms: float | None = Field(default=None, ge=0)
+    latency_ms: Number | None = Field(default=None, ge=0)
     input_schema: dict[str, Any] | None = Field(default=None, description="The tool's JSON schema for its arguments.")
-    attempt: int | None = Field(default=None, ge=1, description="2 and up: a retry.")
+    attempt: integer(ge=1) | None = Field(default=None, description="2 and up: a retry.")
 
 
 class PlanStep(_Event):
@@ -68,8 +69,8 @@ class LLMRequest(_Event):
     model: str
     prompt: str | None = None
     response: str | None = None
-    tokens: int | None = Field(default=None, ge=0)
-    latency_ms: float | None = Field(default=None, ge=0)
+    tokens: integer(ge=0) | None = None
+    latency_ms: Number | None = Field(default=None, ge=0)
 
 
 Event = Annotated[ToolCall | PlanStep | Observation | UserFeedback | LLMRequest, Field(discriminator="type")]
@@ -83,10 +84,18 @@ class TaskEnd(BaseModel):
     actual: str | None = None
 
 
-class EventsRequest(BaseModel):
+class EventsRequest(RequestBody):
     """A task's events, in order; more can follow in later calls until `task_end`."""
 
-    model_config = ConfigDict(extra="forbid")
+    # _says_something's rule, stated in the schema too.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["events"], "properties": {"events": {"minItems": 1}}},
+                {"required": ["task_end"], "properties": {"task_end": {"type": "object"}}},
+            ]
+        }
+    )
 
     namespace: Namespace
     task_id: str = Field(min_length=1, max_length=200)
@@ -163,10 +172,8 @@ class TaskEvents(BaseModel):
     events: list[StoredEvent]
 
 
-class LessonWrite(BaseModel):
+class LessonWrite(RequestBody):
     """A lesson written by hand or by the agent itself."""
-
-    model_config = ConfigDict(extra="forbid")
 
     namespace: Namespace
     lesson: str = Field(min_length=1, max_length=2_000, examples=["When calling query_order, pass `order_id` as a string."])
@@ -178,9 +185,9 @@ class LessonWrite(BaseModel):
     path_type: PathType = "tentative"
     agent_role: Label | None = None
     domain: Label | None = None
-    confidence: float = Field(default=0.5, ge=0, le=1, description="At or above the admission threshold it is recalled at once.")
+    confidence: Number = Field(default=0.5, ge=0, le=1, description="At or above the admission threshold it is recalled at once.")
     source_task_id: str | None = Field(default=None, max_length=200)
-    occurred_at: AwareDatetime | None = None
+    occurred_at: Timestamp | None = None
 
 
 class LessonWriteResponse(BaseModel):
@@ -192,16 +199,14 @@ class LessonResponse(BaseModel):
     lesson: LessonOut
 
 
-class LessonSearch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class LessonSearch(RequestBody):
     query: str = Field(min_length=1, max_length=2_000, examples=["about to call query_order"])
     namespace: Namespace
     scope: Scope | None = None
     scopes: list[Scope] | None = Field(default=None, min_length=1, max_length=20, description="Several scopes at once.")
     agent_role: Label | None = Field(default=None, description="Only this role's lessons and lessons with no role.")
     domain: Label | None = Field(default=None, description="Only this domain's lessons and lessons with no domain.")
-    top_k: int = Field(default=5, ge=1, le=50)
+    top_k: integer(ge=1, le=50) = 5
 
     @property
     def all_scopes(self) -> list[str]:
@@ -225,16 +230,12 @@ class LessonSearchResponse(BaseModel):
     warnings: list[LessonHit] = Field(description="Falsified lessons: what failed before.")
 
 
-class LessonFeedback(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    useful: bool
+class LessonFeedback(RequestBody):
+    useful: StrictBool
 
 
-class MemoryFeedback(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    useful: bool
+class MemoryFeedback(RequestBody):
+    useful: StrictBool
     session_id: str | None = Field(default=None, max_length=200)
 
 

@@ -5,7 +5,8 @@ from fastapi import APIRouter, Path, Query
 
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
-from app.memories.schemas import MemoryOut
+from app.core.errors import Conflict, NotFound, SensitiveContent, Unprocessable, VersionConflict, problem_responses
+from app.memories.schemas import MemoryOut, Namespace
 from app.revisions import operations
 from app.revisions.dependencies import RevisionContextDep
 from app.revisions.schemas import (
@@ -24,9 +25,15 @@ from app.revisions.schemas import (
 router = APIRouter(tags=["revisions"])
 
 RevisionID = Annotated[UUID, Path(description="The revision's id.")]
+# Deciding on a revision: it may be missing, already decided, or its memories changed meanwhile.
+DECISION_PROBLEMS = problem_responses(NotFound, Conflict, VersionConflict)
 
 
-@router.post("/v1/memories/{memory_id}/revise", response_model=ReviseResponse)
+@router.post(
+    "/v1/memories/{memory_id:uuid}/revise",
+    response_model=ReviseResponse,
+    responses=problem_responses(NotFound, Conflict, VersionConflict, Unprocessable, SensitiveContent),
+)
 async def revise_memory(
     memory_id: Annotated[UUID, Path()],
     body: ReviseRequest,
@@ -47,7 +54,7 @@ async def revise_memory(
     return ReviseResponse(memory=MemoryOut.of(memory), revision=RevisionOut.of(revision))
 
 
-@router.post("/v1/review", response_model=ReviewResponse)
+@router.post("/v1/review", response_model=ReviewResponse, responses=problem_responses(VersionConflict))
 async def review_namespace(
     body: ReviewRequest, session: SessionDep, context: RevisionContextDep, access: AccessDep
 ) -> ReviewResponse:
@@ -63,7 +70,7 @@ async def review_namespace(
 async def list_revisions(
     session: SessionDep,
     access: AccessDep,
-    namespace: Annotated[str | None, Query(max_length=200)] = None,
+    namespace: Annotated[Namespace | None, Query()] = None,
     status: RevisionStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=1_000)] = 100,
 ) -> RevisionList:
@@ -73,7 +80,7 @@ async def list_revisions(
     return RevisionList(revisions=[RevisionOut.of(revision) for revision in revisions])
 
 
-@router.post("/v1/revisions/{revision_id}/apply", response_model=RevisionOut)
+@router.post("/v1/revisions/{revision_id:uuid}/apply", response_model=RevisionOut, responses=DECISION_PROBLEMS)
 async def apply_revision(
     revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep
 ) -> RevisionOut:
@@ -82,7 +89,7 @@ async def apply_revision(
     return RevisionOut.of(revision)
 
 
-@router.post("/v1/revisions/{revision_id}/dismiss", response_model=RevisionOut)
+@router.post("/v1/revisions/{revision_id:uuid}/dismiss", response_model=RevisionOut, responses=DECISION_PROBLEMS)
 async def dismiss_revision(
     revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep
 ) -> RevisionOut:
@@ -91,7 +98,7 @@ async def dismiss_revision(
     return RevisionOut.of(revision)
 
 
-@router.post("/v1/revisions/{revision_id}/rollback", response_model=RollbackResponse)
+@router.post("/v1/revisions/{revision_id:uuid}/rollback", response_model=RollbackResponse, responses=DECISION_PROBLEMS)
 async def rollback_revision(
     revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep
 ) -> RollbackResponse:
@@ -105,7 +112,7 @@ async def debug_revisions(
     session: SessionDep,
     access: AccessDep,
     n: Annotated[int, Query(ge=1, le=500)] = 50,
-    namespace: Annotated[str | None, Query(max_length=200)] = None,
+    namespace: Annotated[Namespace | None, Query()] = None,
 ) -> RevisionDebugList:
     """The revision log with each judge's full input and output."""
     access.check(namespace)

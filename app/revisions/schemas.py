@@ -4,9 +4,10 @@ from datetime import datetime
 from typing import Literal, Self
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field
 
-from app.memories.schemas import MemoryOut, Namespace, bounded_content
+from app.core.validation import RequestBody, Timestamp, integer
+from app.memories.schemas import Content, MemoryOut, Namespace
 from app.models import RevisionLog
 
 RevisionStatus = Literal["applied", "pending", "dismissed", "rolled_back", "logged"]
@@ -41,14 +42,10 @@ class RevisionDebug(RevisionOut):
     llm_response: str | None
 
 
-class ReviseRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    content: str = Field(description="The corrected content.")
-    expected_version: int = Field(ge=1, description="The version you read; a newer one means someone else changed it (409).")
+class ReviseRequest(RequestBody):
+    content: Content = Field(description="The corrected content.")
+    expected_version: integer(ge=1) = Field(description="The version you read; a newer one means someone else changed it (409).")
     reason: str | None = Field(default=None, max_length=2_000)
-
-    _content = field_validator("content")(bounded_content)
 
 
 class ReviseResponse(BaseModel):
@@ -56,12 +53,10 @@ class ReviseResponse(BaseModel):
     revision: RevisionOut
 
 
-class ReviewRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReviewRequest(RequestBody):
     namespace: Namespace
-    since: AwareDatetime | None = None
-    limit: int = Field(default=50, ge=1, le=1_000)
+    since: Timestamp | None = None
+    limit: integer(ge=1, le=1_000) = 50
 
 
 class ReviewResponse(BaseModel):

@@ -129,5 +129,5 @@ async def test_unknown_memory_is_404(client, method):
     _problem(response, 404, "/problems/not-found")
 
 
-async def test_malformed_memory_id_is_422(client):
-    _problem(await client.get("/v1/memories/not-a-uuid"), 422, "/problems/validation")
+async def test_malformed_memory_id_names_no_memory(client):
+    _problem(await client.get("/v1/memories/not-a-uuid"), 404, "/problems/not-found")
