@@ -348,7 +348,8 @@ def _report(results: dict[str, Any]) -> str:
         lines.append(
             f"outage: database killed at {outage['killed_at_second']} s, down {outage['database_down_seconds']} s, "
             f"restart took {outage['restart_seconds']} s; {outage['unavailable_503_during_outage']} of "
-            f"{outage['requests_during_outage']} requests meanwhile answered 503; first success "
+            f"{outage['requests_during_outage']} requests meanwhile answered 503 (the slowest in "
+            f"{outage['unavailable_503_max_ms']} ms); first success "
             f"{outage['first_success_after_restart_seconds']} s after the restart "
             f"({outage['service_unavailable_seconds']} s after the kill)"
         )

@@ -141,12 +141,15 @@ def outage_summary(samples: list[Sample], outage: Outage) -> dict[str, Any]:
     )
     window_end = first_success if first_success is not None else math.inf
     during = [sample for sample in samples if sample.finished >= outage.killed_at and sample.started < window_end]
+    refused_seconds = [sample.seconds for sample in during if sample.status == UNAVAILABLE]
     return {
         "killed_at_second": round(outage.killed_at, 2),
         "database_down_seconds": round(outage.restart_began - outage.killed_at, 2),
         "restart_seconds": round(outage.restarted_at - outage.restart_began, 2),
         "requests_during_outage": len(during),
-        "unavailable_503_during_outage": sum(sample.status == UNAVAILABLE for sample in during),
+        "unavailable_503_during_outage": len(refused_seconds),
+        # How fast a 503 came: the promise is "at once", not after a hang.
+        "unavailable_503_max_ms": round(max(refused_seconds, default=math.nan) * 1000, 1),
         "service_unavailable_seconds": None if first_success is None else round(first_success - outage.killed_at, 2),
         # Can be slightly negative: the server accepts connections before its start command returns.
         "first_success_after_restart_seconds": None if first_success is None else round(first_success - outage.restarted_at, 2),

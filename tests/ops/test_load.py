@@ -117,6 +117,7 @@ def test_recovery_counts_from_requests_begun_after_the_kill():
     assert summary["database_down_seconds"] == 4.5
     assert summary["requests_during_outage"] == 6
     assert summary["unavailable_503_during_outage"] == 4
+    assert summary["unavailable_503_max_ms"] == 300.0
 
 
 def test_clients_back_off_as_told():
