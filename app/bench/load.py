@@ -1,9 +1,10 @@
 """`make load`: concurrent clients against the real service on loopback, mixing searches,
 writes (some keyed, so they supersede each other) and manual revises for a fixed time; then
-every write the service acknowledged is read back by id. `--fault` kills PostgreSQL's
+every write the service acknowledged is read back by id. A single client runs first, in the
+same command, as the baseline the figures are compared with. `--fault` kills PostgreSQL's
 postmaster (SIGKILL) a third of the way in and restarts it a few seconds later.
 
-    python -m app.bench.load [--clients 16] [--seconds 30] [--fault]
+    python -m app.bench.load [--clients 16] [--seconds 30] [--baseline-seconds 10] [--fault]
 
 Prints a table, writes JSON to bench-results/, and exits 1 if a write was lost or the
 service answered a server error other than the 503 an outage is promised."""
@@ -287,28 +288,45 @@ async def read_back(http: httpx.AsyncClient, acknowledged: list[Acknowledged]) -
     return dict(zip(ids, details, strict=True))
 
 
-async def _load(base_url: str, database: EmbeddedPostgres, *, clients: int, seconds: float, fault: bool) -> dict[str, Any]:
+async def _load(
+    base_url: str, database: EmbeddedPostgres, *, clients: int, seconds: float, baseline_seconds: float, fault: bool
+) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=clients + READ_BACK_CONCURRENCY)
     async with httpx.AsyncClient(base_url=base_url, timeout=REQUEST_TIMEOUT_SECONDS, limits=limits) as http:
+        # One client first, on the same service and machine: the figures below are read against it.
+        baseline = Run(http=http, seconds=baseline_seconds)
+        await Client(baseline, 0, seed=clients).loop()
         run = Run(http=http, seconds=seconds)
         outage_task = asyncio.create_task(_outage(run, database, at=seconds / 3, seconds=OUTAGE_SECONDS)) if fault else None
         await asyncio.gather(*(Client(run, number, seed=number).loop() for number in range(clients)))
         elapsed = run.now()
         outage = await outage_task if outage_task is not None else None
         try:
-            details = await read_back(http, run.acknowledged)
+            details = await read_back(http, baseline.acknowledged + run.acknowledged)
         except TimeoutError:
             details = None
-    return _results(run, elapsed=elapsed, outage=outage, details=details, fault=fault)
+    return _results(run, baseline, elapsed=elapsed, outage=outage, details=details, fault=fault)
+
+
+def _ratio(loaded: float, single: float) -> float | None:
+    return round(loaded / single, 2) if single else None
 
 
 def _results(
-    run: Run, *, elapsed: float, outage: Outage | None, details: dict[str, dict[str, Any] | None] | None, fault: bool
+    run: Run,
+    baseline: Run,
+    *,
+    elapsed: float,
+    outage: Outage | None,
+    details: dict[str, dict[str, Any] | None] | None,
+    fault: bool,
 ) -> dict[str, Any]:
     summary = summarize(run.samples, seconds=elapsed, acknowledged=len(run.acknowledged))
-    lost: list[Lost] = lost_writes(run.acknowledged, details) if details is not None else []
-    unexpected = unexpected_client_errors(run.samples)
-    rejected = sum(run.rejected_items.values())
+    single = summarize(baseline.samples, seconds=baseline.seconds, acknowledged=len(baseline.acknowledged))
+    acknowledged = baseline.acknowledged + run.acknowledged
+    lost: list[Lost] = lost_writes(acknowledged, details) if details is not None else []
+    unexpected = unexpected_client_errors(baseline.samples + run.samples)
+    rejected = sum((baseline.rejected_items + run.rejected_items).values())
     outage_figures = outage_summary(run.samples, outage) if outage is not None else None
     reasons = failures(
         summary,
@@ -317,16 +335,23 @@ def _results(
         unexpected=sum(unexpected.values()) + rejected,
         outage=outage_figures,
     )
+    if single["other_5xx"] or single["unavailable_503"]:
+        reasons.append("the single-client baseline got server errors")
     if details is None:
         reasons.append(f"read-back did not finish within {READ_BACK_TIMEOUT_SECONDS:g} s")
     return {
         **summary,
+        "single_client": {name: single[name] for name in ("seconds", "requests", "requests_per_second", "latency_ms")},
+        "vs_single_client": {
+            "requests_per_second": _ratio(summary["requests_per_second"], single["requests_per_second"]),
+            **{name: _ratio(summary["latency_ms"][name], single["latency_ms"][name]) for name in ("p50", "p95", "p99")},
+        },
         "unexpected_4xx": {f"{operation} {status}": count for (operation, status), count in unexpected.items()},
         "rejected_batch_items": {str(status): count for status, count in run.rejected_items.items()},
         "outage": outage_figures,
         "read_back": {
-            "acknowledged": len(run.acknowledged),
-            "memories": len({ack.memory_id for ack in run.acknowledged}),
+            "acknowledged": len(acknowledged),
+            "memories": len({ack.memory_id for ack in acknowledged}),
             "completed": details is not None,
             "lost": len(lost),
             "lost_examples": [{"reason": item.reason, **vars(item.acknowledged)} for item in lost[:20]],
@@ -337,8 +362,12 @@ def _results(
 
 def _report(results: dict[str, Any]) -> str:
     read_back = results["read_back"]
+    single, ratios = results["single_client"], results["vs_single_client"]
     lines = [
         table(results),
+        f"against 1 client in the same command ({single['requests_per_second']} req/s, p50 "
+        f"{single['latency_ms']['p50']} ms, p95 {single['latency_ms']['p95']} ms): throughput "
+        f"{ratios['requests_per_second']}x, p50 {ratios['p50']}x, p95 {ratios['p95']}x",
         f"5xx: {results['unavailable_503']} answered 503, {results['other_5xx']} other; "
         f"{results['transport_errors']} transport errors; batch items refused: {results['rejected_batch_items'] or 'none'}",
         f"read-back: {read_back['acknowledged']} acknowledged writes on {read_back['memories']} memories, "
@@ -361,11 +390,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app.bench.load", description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=16, help="concurrent clients")
     parser.add_argument("--seconds", type=float, default=30.0, help="how long the clients send requests")
+    parser.add_argument("--baseline-seconds", type=float, default=10.0, help="one client first, for comparison")
     parser.add_argument("--fault", action="store_true", help="kill PostgreSQL a third of the way in, then restart it")
     parser.add_argument("--out", type=Path, default=None, help="default: bench-results/load.json (load-fault.json)")
     args = parser.parse_args(argv)
-    if args.clients < 1 or args.seconds <= 0:
-        parser.error("--clients must be at least 1 and --seconds positive")
+    if args.clients < 1 or args.seconds <= 0 or args.baseline_seconds <= 0:
+        parser.error("--clients must be at least 1, --seconds and --baseline-seconds positive")
     if args.fault and args.seconds < 3 * OUTAGE_SECONDS:
         parser.error(f"--fault needs --seconds of at least {3 * OUTAGE_SECONDS:g} to fit the outage")
     return args
@@ -376,13 +406,24 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path("bench-results") / ("load-fault.json" if args.fault else "load.json")
     with live_service() as service:
         outage = ", with an outage" if args.fault else ""
-        print(f"{args.clients} clients for {args.seconds:g} s against {service.base_url}{outage}")
+        print(
+            f"1 client for {args.baseline_seconds:g} s, then {args.clients} for {args.seconds:g} s "
+            f"against {service.base_url}{outage}"
+        )
         results = asyncio.run(
-            _load(service.base_url, service.database, clients=args.clients, seconds=args.seconds, fault=args.fault)
+            _load(
+                service.base_url,
+                service.database,
+                clients=args.clients,
+                seconds=args.seconds,
+                baseline_seconds=args.baseline_seconds,
+                fault=args.fault,
+            )
         )
     results["config"] = {
         "clients": args.clients,
         "seconds": args.seconds,
+        "baseline_seconds": args.baseline_seconds,
         "fault": args.fault,
         "mix": MIX,
         "cpus": os.cpu_count(),
