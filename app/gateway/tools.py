@@ -18,7 +18,7 @@ from app.gateway import render
 from app.gateway.api import Api, ApiProblem, ApiUnavailable, Call
 from app.memories.schemas import MemoryWrite
 from app.recall.schemas import SearchRequest
-from app.reflections.schemas import EventsRequest, LessonSearch, MemoryFeedback
+from app.reflections.schemas import EventsRequest, LessonFeedback, LessonSearch, MemoryFeedback
 from app.revisions.schemas import ReviewRequest, ReviseRequest
 
 SessionId = Annotated[
@@ -26,6 +26,9 @@ SessionId = Annotated[
     Field(min_length=1, max_length=200, description="Your current session or conversation id, the same on every call."),
 ]
 MemoryId = Annotated[UUID, Field(description="The memory's id, as returned by hindsight_write or hindsight_search.")]
+LessonId = Annotated[UUID, Field(description="The lesson's id, as returned by hindsight_lessons.")]
+# The id a tool addresses, by the path parameter it fills.
+ADDRESSED = {"memory_id": MemoryId, "lesson_id": LessonId}
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -38,8 +41,8 @@ class Spec:
     method: str
     path: str
     body: type[BaseModel] | None = None
-    # Tools addressing one memory take its id, which goes into the path.
-    by_memory_id: bool = False
+    # Tools addressing one memory or lesson take its id (a key of ADDRESSED), which goes into the path.
+    addressed_by: str | None = None
     render: Callable[[dict[str, Any]], str] = render.compact
     annotations: ToolAnnotations = field(default_factory=lambda: WRITES)
 
@@ -61,13 +64,13 @@ SPECS = (
     Spec(
         "hindsight_get",
         "Read one memory in full: its versions, what it replaced and what replaced it.",
-        "GET", "/v1/memories/{memory_id}", by_memory_id=True, render=render.detail, annotations=READ_ONLY,
+        "GET", "/v1/memories/{memory_id}", addressed_by="memory_id", render=render.detail, annotations=READ_ONLY,
     ),
     Spec(
         "hindsight_revise",
         "Correct a memory you know is wrong or outdated. Pass the version you read as `expected_version`; "
         "if someone changed it since, the call fails and you should read it again.",
-        "POST", "/v1/memories/{memory_id}/revise", ReviseRequest, by_memory_id=True,
+        "POST", "/v1/memories/{memory_id}/revise", ReviseRequest, addressed_by="memory_id",
     ),
     Spec(
         "hindsight_review",
@@ -78,13 +81,13 @@ SPECS = (
     Spec(
         "hindsight_feedback",
         "Say whether a recalled memory helped. Useful memories rank higher in later searches, unhelpful ones lower.",
-        "POST", "/v1/memories/{memory_id}/feedback", MemoryFeedback, by_memory_id=True,
+        "POST", "/v1/memories/{memory_id}/feedback", MemoryFeedback, addressed_by="memory_id",
     ),
     Spec(
         "hindsight_forget",
         "Forget a memory that is wrong or must no longer be used (for instance when the user asks). "
         "It leaves search; its history is kept.",
-        "DELETE", "/v1/memories/{memory_id}", by_memory_id=True,
+        "DELETE", "/v1/memories/{memory_id}", addressed_by="memory_id",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
     ),
     Spec(
@@ -99,13 +102,19 @@ SPECS = (
         "about what failed before.",
         "POST", "/v1/reflections/search", LessonSearch, render=render.lessons, annotations=READ_ONLY,
     ),
+    Spec(
+        "hindsight_lesson_feedback",
+        "Say whether a lesson from hindsight_lessons helped. Useful lessons gain confidence, unhelpful ones "
+        "lose it and stop being recalled.",
+        "POST", "/v1/reflections/{lesson_id}/feedback", LessonFeedback, addressed_by="lesson_id",
+    ),
 )
 
 
 def arguments_model(spec: Spec) -> type[ArgModelBase]:
     extra: dict[str, Any] = {"session_id": (SessionId, ...)}
-    if spec.by_memory_id:
-        extra["memory_id"] = (MemoryId, ...)
+    if spec.addressed_by:
+        extra[spec.addressed_by] = (ADDRESSED[spec.addressed_by], ...)
     bases = (spec.body, ArgModelBase) if spec.body else (ArgModelBase,)
     title = "".join(part.title() for part in spec.name.split("_")) + "Arguments"
     return create_model(title, __base__=bases, **extra)
@@ -121,18 +130,18 @@ def build_tool(spec: Spec, api: Api, *, default_key: SecretStr | None) -> Tool:
 
     async def run(ctx: Context, **arguments: Any) -> CallToolResult:
         session_id = arguments["session_id"] if sends_session else arguments.pop("session_id")
-        memory_id = arguments.pop("memory_id", None)
+        path_ids = {spec.addressed_by: arguments.pop(spec.addressed_by)} if spec.addressed_by else {}
         body = {name: value for name, value in to_jsonable_python(arguments).items() if value is not None}
         call = Call(
             spec.method,
-            spec.path.format(memory_id=memory_id),
+            spec.path.format(**path_ids),
             body if spec.body else None,
             session_id,
             _authorization(ctx, default_key),
         )
         try:
             # Only forgetting answers 204, with no body to show.
-            answer = await api.send(call) or {"memory_id": str(memory_id), "forgotten": True}
+            answer = await api.send(call) or {**to_jsonable_python(path_ids), "forgotten": True}
         except ApiProblem as problem:
             return _result(problem.problem, str(problem), is_error=True)
         except ApiUnavailable as unavailable:

@@ -64,6 +64,7 @@ async def api_url(settings: Settings, engine, embedder, tag: str, api_keys) -> A
         pattern = {"pattern": f"%{tag}%"}
         await connection.execute(text("DELETE FROM revision_log WHERE namespace LIKE :pattern"), pattern)
         await connection.execute(text("DELETE FROM memories WHERE namespace LIKE :pattern"), pattern)
+        await connection.execute(text("DELETE FROM reflections WHERE namespace LIKE :pattern"), pattern)
 
 
 @asynccontextmanager

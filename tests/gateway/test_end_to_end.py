@@ -1,8 +1,11 @@
 """The SDK's own MCP client against the gateway, with the real API and database behind it."""
 
 import sys
+import uuid
 from pathlib import Path
 
+import httpx
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -65,3 +68,17 @@ async def test_stdio(api_url, tag):
     )
     async with Client(process) as client:
         await exercise(client, f"user:{tag}")
+
+
+async def test_lesson_feedback_through_the_gateway(settings, api_url, tag):
+    lesson = {"namespace": f"agent:{tag}", "lesson": "When calling query_order, pass order_id as a string.", "scope": "tool:query_order"}
+    async with httpx.AsyncClient(base_url=api_url) as http:
+        written = (await http.post("/v1/reflections", json={**lesson, "confidence": 0.5})).json()["lesson"]
+    async with gateway(settings, api_url) as mcp_url, Client(mcp_url) as client:
+        helped = await call(client, "hindsight_lesson_feedback", lesson_id=written["id"], useful=True)
+        unknown = await client.call_tool(
+            "hindsight_lesson_feedback", {"session_id": "s-e2e", "lesson_id": str(uuid.uuid4()), "useful": True}
+        )
+    assert helped["lesson"]["id"] == written["id"]
+    assert helped["lesson"]["confidence"] == pytest.approx(written["confidence"] + settings.feedback_useful_step)
+    assert unknown.is_error and unknown.structured_content["type"] == "/problems/not-found"
