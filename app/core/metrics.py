@@ -3,7 +3,7 @@
 import time
 from collections.abc import AsyncIterator
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 REQUEST_SECONDS = Histogram(
@@ -17,8 +17,13 @@ JUDGE_FALLBACKS = Counter(
 )
 WRITE_RATE_FLAGS = Counter("hindsight_write_rate_flags_total", "Sessions flagged for writing faster than the threshold.")
 EMBEDDING_SECONDS = Histogram("hindsight_embedding_duration_seconds", "Embedding calls, passages or query.", ["kind"])
+# The MCP gateway is its own process and serves only its own series.
+GATEWAY_REGISTRY = CollectorRegistry()
 GATEWAY_DEGRADED = Counter(
-    "hindsight_gateway_degraded_calls_total", "Gateway tool calls answered degraded: the API did not answer.", ["tool"]
+    "hindsight_gateway_degraded_calls_total",
+    "Gateway tool calls answered degraded: the API did not answer, or answered 503.",
+    ["tool"],
+    registry=GATEWAY_REGISTRY,
 )
 QUEUE_DEPTH = Gauge("hindsight_revision_queue_depth", "Deferred revisions waiting for a worker (read at scrape time).")
 

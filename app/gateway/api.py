@@ -19,7 +19,7 @@ class ApiProblem(Exception):
 
 
 class ApiUnavailable(Exception):
-    """The API did not answer within the deadline, or could not be reached at all."""
+    """The API did not answer within the deadline, could not be reached, or answered 503."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class Api:
                 response = await self._send_with_retry(call)
         except (TimeoutError, httpx.TimeoutException, *_DROPPED) as error:
             raise ApiUnavailable(f"{type(error).__name__} after up to {self.timeout_seconds:g} s") from error
+        if response.status_code == 503:  # the API's own "retry shortly": its database is away
+            raise ApiUnavailable(f"the API is unavailable: {_problem_of(response).get('detail', '')}")
         if response.status_code >= 400:
             raise ApiProblem(_problem_of(response))
         return response.json() if response.content else None

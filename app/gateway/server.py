@@ -5,6 +5,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app.core.metrics import GATEWAY_REGISTRY
 from app.core.settings import Settings
 from app.gateway.api import Api
 from app.gateway.tools import SPECS, build_tool
@@ -28,6 +29,6 @@ def build_server(settings: Settings, api: Api) -> MCPServer:
     @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)
     async def metrics(_: Request) -> Response:
         """This gateway process's metrics (over HTTP only: stdio has nowhere to serve them)."""
-        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(GATEWAY_REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     return server

@@ -16,6 +16,7 @@ from pydantic_core import to_jsonable_python
 from app.core.metrics import GATEWAY_DEGRADED
 from app.gateway import render
 from app.gateway.api import Api, ApiProblem, ApiUnavailable, Call
+from app.gateway.arguments import ToolArguments, published_schema
 from app.memories.schemas import MemoryWrite
 from app.recall.schemas import SearchRequest
 from app.reflections.schemas import EventsRequest, LessonFeedback, LessonSearch, MemoryFeedback
@@ -115,7 +116,7 @@ def arguments_model(spec: Spec) -> type[ArgModelBase]:
     extra: dict[str, Any] = {"session_id": (SessionId, ...)}
     if spec.addressed_by:
         extra[spec.addressed_by] = (ADDRESSED[spec.addressed_by], ...)
-    bases = (spec.body, ArgModelBase) if spec.body else (ArgModelBase,)
+    bases = (spec.body, ToolArguments) if spec.body else (ToolArguments,)
     title = "".join(part.title() for part in spec.name.split("_")) + "Arguments"
     return create_model(title, __base__=bases, **extra)
 
@@ -154,7 +155,7 @@ def build_tool(spec: Spec, api: Api, *, default_key: SecretStr | None) -> Tool:
         fn=run,
         name=spec.name,
         description=spec.description,
-        parameters=model.model_json_schema(by_alias=True),
+        parameters=published_schema(model),
         fn_metadata=FuncMetadata(arg_model=model),
         is_async=True,
         context_kwarg="ctx",

@@ -6,8 +6,8 @@ import time
 import httpx
 import pytest
 from mcp import Client
-from prometheus_client import REGISTRY
 
+from app.core.metrics import GATEWAY_REGISTRY
 from app.gateway.api import Api, Call
 from app.gateway.server import build_server
 from tests.gateway.conftest import free_port, serving
@@ -18,6 +18,15 @@ SEARCH = {"session_id": "s-slow", "namespace": "user:u1", "query": "anything"}
 async def slow_api(scope, receive, send):
     if scope["type"] == "http":
         await asyncio.sleep(30)
+
+
+async def unavailable_api(scope, receive, send):
+    """What the API answers while its database is down."""
+    if scope["type"] == "http":
+        body = b'{"type": "/problems/unavailable", "title": "Service unavailable", "status": 503, "detail": "retry"}'
+        headers = [(b"content-type", b"application/problem+json"), (b"retry-after", b"1")]
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 async def search_through_gateway(settings, api_url: str) -> tuple[float, object]:
@@ -32,14 +41,14 @@ async def search_through_gateway(settings, api_url: str) -> tuple[float, object]
 
 
 def degraded_searches() -> float:
-    return REGISTRY.get_sample_value("hindsight_gateway_degraded_calls_total", {"tool": "hindsight_search"}) or 0.0
+    return GATEWAY_REGISTRY.get_sample_value("hindsight_gateway_degraded_calls_total", {"tool": "hindsight_search"}) or 0.0
 
 
-@pytest.mark.parametrize("api_state", ["slow", "stopped"])
+@pytest.mark.parametrize("api_state", ["slow", "unavailable", "stopped"])
 async def test_gateway_answers_degraded_within_the_timeout(settings, api_state):
     degraded_before = degraded_searches()
-    if api_state == "slow":
-        async with serving(slow_api) as url:
+    if api_state in ("slow", "unavailable"):
+        async with serving(slow_api if api_state == "slow" else unavailable_api) as url:
             took, result = await search_through_gateway(settings, url)
     else:
         took, result = await search_through_gateway(settings, f"http://127.0.0.1:{free_port()}")
@@ -52,6 +61,7 @@ async def test_gateway_answers_degraded_within_the_timeout(settings, api_state):
 
 
 async def test_the_gateway_serves_health_and_metrics_over_http_while_the_api_is_away(settings):
+    degraded_before = degraded_searches()
     api = Api(f"http://127.0.0.1:{free_port()}", timeout_seconds=0.5)
     try:
         async with serving(build_server(settings, api).streamable_http_app(streamable_http_path="/mcp")) as url:
@@ -64,7 +74,8 @@ async def test_the_gateway_serves_health_and_metrics_over_http_while_the_api_is_
         await api.aclose()
     assert health.status_code == 200 and health.json() == {"status": "ok"}
     assert response.status_code == 200
-    assert f'hindsight_gateway_degraded_calls_total{{tool="hindsight_search"}} {degraded_searches()}' in response.text
+    assert f'hindsight_gateway_degraded_calls_total{{tool="hindsight_search"}} {degraded_before + 1}' in response.text
+    assert "hindsight_searches_total" not in response.text  # the API's series are not the gateway's
 
 
 async def test_a_dropped_connection_is_retried_once():
