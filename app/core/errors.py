@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -191,27 +192,32 @@ async def _http_error_handler(request: Request, error: StarletteHTTPException) -
 
 
 # Driver errors that mean "the database cannot answer now", not "this request is wrong".
-_UNAVAILABLE_CAUSES = {
-    "QueryCanceledError",  # statement_timeout, e.g. a write waiting on a busy namespace
-    "LockNotAvailableError",
-    "CannotConnectNowError",
-    "ConnectionDoesNotExistError",
-    "TooManyConnectionsError",
-    "ConnectionRefusedError",
-}
+# Failures to connect never get here: app.core.database turns them into Unavailable.
+_TIMEOUT_CAUSES = {"QueryCanceledError", "LockNotAvailableError"}  # statement or lock timeout
+_LOST_CAUSES = {"ConnectionDoesNotExistError"}
 
 
-def _database_unavailable(error: DBAPIError) -> bool:
-    cause = error.orig.__cause__ if error.orig is not None else None
-    return error.connection_invalidated or type(cause).__name__ in _UNAVAILABLE_CAUSES
+def _unavailable_detail(error: DBAPIError) -> str | None:
+    cause = type(error.orig.__cause__ if error.orig is not None else None).__name__
+    if cause in _TIMEOUT_CAUSES:
+        return "the database did not answer in time; retry shortly"
+    if error.connection_invalidated or cause in _LOST_CAUSES:
+        return "the connection to the database was lost; retry shortly"
+    return None
 
 
 async def _database_error_handler(request: Request, error: DBAPIError) -> JSONResponse:
-    if not _database_unavailable(error):
+    detail = _unavailable_detail(error)
+    if detail is None:
         return await _unexpected_error_handler(request, error)
     logger.warning("database unavailable: %s", type(error.orig).__name__)
-    unavailable = Unavailable("the database did not answer in time; retry shortly")
-    return problem_response(problem_of(unavailable), headers=unavailable.headers)
+    return await _app_error_handler(request, Unavailable(detail))
+
+
+async def _pool_timeout_handler(request: Request, _: PoolTimeout) -> JSONResponse:
+    # Every connection stayed busy (or kept failing to open) for the pool timeout.
+    logger.warning("no database connection free within the pool timeout")
+    return await _app_error_handler(request, Unavailable("no database connection was free in time; retry shortly"))
 
 
 async def _unexpected_error_handler(_: Request, error: Exception) -> JSONResponse:
@@ -241,4 +247,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _request_validation_handler)
     app.add_exception_handler(StarletteHTTPException, _http_error_handler)
     app.add_exception_handler(DBAPIError, _database_error_handler)
+    app.add_exception_handler(PoolTimeout, _pool_timeout_handler)
     app.add_exception_handler(Exception, _unexpected_error_handler)

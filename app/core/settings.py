@@ -21,6 +21,8 @@ class Settings(BaseSettings):
     db_max_overflow: int = Field(default=20, ge=0)
     # While the database is down a request waits at most this long before its 503.
     db_connect_timeout_seconds: float = Field(default=2.0, gt=0)
+    # Longest wait for a free pooled connection before a 503.
+    db_pool_timeout_seconds: float = Field(default=2.0, gt=0)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)
 
     host: str = "127.0.0.1"

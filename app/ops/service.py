@@ -6,6 +6,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.errors import Unavailable
 from app.core.metrics import QUEUE_DEPTH
 from app.core.migrations import current_revision
 from app.memories.write_rate import WriteRate
@@ -32,7 +33,7 @@ async def metrics_exposition(engine: AsyncEngine) -> tuple[bytes, str]:
     try:
         async with engine.connect() as connection:
             QUEUE_DEPTH.set(await repository.queued_revisions(connection))
-    except (DBAPIError, OSError):  # a scrape still answers while the database is down
+    except (DBAPIError, Unavailable):  # a scrape still answers while the database is down
         QUEUE_DEPTH.set(float("nan"))
     return generate_latest(), CONTENT_TYPE_LATEST
 

@@ -96,19 +96,28 @@ async def _run_routes(
         )
         return rows, embedding
 
-    key_rows, (vector_rows, embedding), recency_rows, lexical_rows = await asyncio.gather(
-        in_own_session(repository.key_route, key_prefix=request.key_prefix, terms=_key_terms(request.query), limit=limit),
-        vector(),
-        in_own_session(repository.recency_route, limit=settings.search_recency_candidates),
-        in_own_session(
-            repository.lexical_route,
-            tsquery=or_query(request.query, without=named),
-            text=request.query,
-            limit=limit,
-            match_cap=settings.lexical_match_cap,
-        ),
-    )
-    routes = {"key": key_rows, "vector": vector_rows, "recency": recency_rows, "lexical": lexical_rows}
+    # A group, not gather: when one route fails (the database went away) the others stop at
+    # once and give their connections back, instead of running on for nobody.
+    try:
+        async with asyncio.TaskGroup() as group:
+            key = group.create_task(
+                in_own_session(repository.key_route, key_prefix=request.key_prefix, terms=_key_terms(request.query), limit=limit)
+            )
+            dense = group.create_task(vector())
+            recency = group.create_task(in_own_session(repository.recency_route, limit=settings.search_recency_candidates))
+            lexical = group.create_task(
+                in_own_session(
+                    repository.lexical_route,
+                    tsquery=or_query(request.query, without=named),
+                    text=request.query,
+                    limit=limit,
+                    match_cap=settings.lexical_match_cap,
+                )
+            )
+    except ExceptionGroup as failed:
+        raise failed.exceptions[0] from None  # one error, which the handlers know how to answer
+    vector_rows, embedding = dense.result()
+    routes = {"key": key.result(), "vector": vector_rows, "recency": recency.result(), "lexical": lexical.result()}
     return routes, embedding
 
 

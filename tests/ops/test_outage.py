@@ -5,10 +5,12 @@ import asyncio
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 from httpx import ASGITransport, AsyncClient, Response
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.database import asyncpg_url, create_engine
 from app.core.embedded import EmbeddedPostgres
@@ -27,14 +29,22 @@ async def own_server() -> EmbeddedPostgres:
     return server
 
 
-@pytest.fixture
-async def outage_client(settings: Settings, embedder: EmbeddingProvider, own_server) -> AsyncIterator[AsyncClient]:
-    engine = create_engine(settings, asyncpg_url(own_server.uri))
+@asynccontextmanager
+async def serving(
+    settings: Settings, embedder: EmbeddingProvider, server: EmbeddedPostgres
+) -> AsyncIterator[tuple[AsyncClient, AsyncEngine]]:
+    engine = create_engine(settings, asyncpg_url(server.uri))
     app = create_app(settings)
     attach_runtime(app, settings=settings, engine=engine, embedder=embedder)
     async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as http:
-        yield http
+        yield http, engine
     await engine.dispose()
+
+
+@pytest.fixture
+async def outage_client(settings: Settings, embedder: EmbeddingProvider, own_server) -> AsyncIterator[AsyncClient]:
+    async with serving(settings, embedder, own_server) as (http, _):
+        yield http
 
 
 async def timed(call) -> tuple[Response, float]:
@@ -64,6 +74,8 @@ async def test_requests_answer_503_while_the_database_is_down_and_recover_after(
         assert seconds < 2.0
     ready = await client.get("/readyz")
     assert ready.status_code == 503 and ready.json()["ready"] is False
+    scrape = await client.get("/metrics")
+    assert scrape.status_code == 200 and "hindsight_revision_queue_depth NaN" in scrape.text
 
     own_server.restart()
     recovered = await client.get(f"/v1/memories/{memory_id}")
@@ -71,3 +83,31 @@ async def test_requests_answer_503_while_the_database_is_down_and_recover_after(
     assert recovered.json()["memory"]["content"] == "The office is in Lyon."
     assert (await client.post("/v1/memories", json={"namespace": NAMESPACE, "content": "A desk by the window."})).status_code == 201
     assert (await client.get("/readyz")).json()["ready"] is True
+
+
+async def test_requests_queued_for_a_connection_also_answer_503_promptly(settings, embedder, own_server):
+    """More requests than the pool holds: those waiting for a connection are not woken when an
+    attempt fails, so the pool timeout bounds their wait."""
+    one_connection = settings.model_copy(update={"db_pool_size": 1, "db_max_overflow": 0})
+    async with serving(one_connection, embedder, own_server) as (client, _):
+        own_server.kill()
+        try:
+            answers = await asyncio.gather(
+                *(timed(client.get("/debug/recent", params={"namespace": NAMESPACE})) for _ in range(8))
+            )
+        finally:
+            own_server.restart()
+    assert [response.status_code for response, _ in answers] == [503] * 8
+    assert {response.json()["type"] for response, _ in answers} == {"/problems/unavailable"}
+    assert max(seconds for _, seconds in answers) < one_connection.db_pool_timeout_seconds + 1.5
+
+
+async def test_a_request_that_finds_no_free_connection_answers_503(settings, embedder, own_server):
+    one_connection = settings.model_copy(update={"db_pool_size": 1, "db_max_overflow": 0, "db_pool_timeout_seconds": 0.5})
+    async with serving(one_connection, embedder, own_server) as (client, engine):
+        async with engine.connect():  # the pool's only connection, busy elsewhere
+            response, seconds = await timed(client.get("/debug/recent", params={"namespace": NAMESPACE}))
+        assert (await client.get("/debug/recent", params={"namespace": NAMESPACE})).status_code == 200
+    assert response.status_code == 503 and response.json()["type"] == "/problems/unavailable"
+    assert response.headers["Retry-After"] == "1"
+    assert seconds < 1.5
