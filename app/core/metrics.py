@@ -62,7 +62,7 @@ class RequestMetricsMiddleware:
         try:
             await self.app(scope, receive, send_noting_status)
         finally:
-            route = getattr(scope.get("route"), "path", "unmatched")
+            route = getattr(scope.get("route"), "path_format", "unmatched")  # {memory_id}, not its converter
             REQUEST_SECONDS.labels(route=route, method=scope["method"], status=str(status)).observe(
                 time.perf_counter() - started
             )

@@ -272,12 +272,7 @@ async def coexisting(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[
     return partners
 
 
-async def record_access(session: AsyncSession, memory_ids: Sequence[UUID], *, at: datetime) -> None:
-    """One statement for every returned hit. A hit a writer holds locked right now is skipped:
-    waiting for it deadlocks with a write that supersedes one of our other hits (seen under
-    `make load`), and one missed access count only nudges ranking."""
-    if memory_ids:
-        free = select(Memory.id).where(Memory.id.in_(memory_ids)).with_for_update(skip_locked=True)
-        await session.execute(
-            update(Memory).where(Memory.id.in_(free)).values(access_count=Memory.access_count + 1, last_accessed_at=at)
-        )
+async def record_access(session: AsyncSession, memory_id: UUID, *, at: datetime) -> None:
+    await session.execute(
+        update(Memory).where(Memory.id == memory_id).values(access_count=Memory.access_count + 1, last_accessed_at=at)
+    )

@@ -39,7 +39,7 @@ async def test_metrics_expose_every_series_in_prometheus_text(client: AsyncClien
 
 
 async def test_writes_count_new_and_deduplicated_and_time_requests_by_route(client: AsyncClient):
-    read = {"route": "/v1/memories/{memory_id:uuid}", "method": "GET", "status": "200"}
+    read = {"route": "/v1/memories/{memory_id}", "method": "GET", "status": "200"}
     new = sample("hindsight_memory_writes_total", outcome="new")
     duplicate = sample("hindsight_memory_writes_total", outcome="deduplicated")
     requests = sample("hindsight_request_duration_seconds_count", **read)
