@@ -1,6 +1,6 @@
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Request
 
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
@@ -28,9 +28,16 @@ async def search_memories(
     read_sessions: ReadSessionsDep,
     cache: SearchCacheDep,
     access: AccessDep,
+    background: BackgroundTasks,
 ) -> SearchResponse:
     """Recall memories through the key, vector, recency and lexical routes, reranked by weighted score."""
     access.check(*body.all_namespaces)
     return await service.search(
-        session, request=body, embedder=embedder, settings=settings, read_sessions=read_sessions, cache=cache
+        session,
+        request=body,
+        embedder=embedder,
+        settings=settings,
+        read_sessions=read_sessions,
+        cache=cache,
+        after_answer=background.add_task,
     )

@@ -279,6 +279,16 @@ async def _as_they_stood(session: AsyncSession, hits: list[SearchHit], *, at: da
     return stood
 
 
+async def count_access(read_sessions: ReadSessions, memory_ids: list[UUID], *, at: datetime) -> None:
+    """Count each hit in a transaction of its own. Holding one row lock at a time, counting can
+    neither deadlock with a writer that holds one hit while it waits for another (one
+    statement over all hits did, under `make load`) nor skip a hit."""
+    async with read_sessions() as session:
+        for memory_id in memory_ids:
+            await repository.record_access(session, memory_id, at=at)
+            await session.commit()
+
+
 async def search(
     session: AsyncSession,
     *,
@@ -287,15 +297,17 @@ async def search(
     settings: Settings,
     read_sessions: ReadSessions,
     cache: SearchCache,
+    after_answer: Callable[..., None],
 ) -> SearchResponse:
-    """Recall memories for a query; see the module docstring."""
+    """Recall memories for a query; see the module docstring. Hits are counted as accessed
+    through `after_answer`, once the answer is on its way."""
     started = time.perf_counter()
     at = request.as_of or datetime.now(timezone.utc)
     cache_key = cache.key(request.model_dump_json(), request.all_namespaces)
     cached: SearchResponse | None = None if request.explain or request.as_of else cache.get(cache_key)
     if cached is not None:
         if request.record_access:
-            await repository.record_access(session, [hit.memory.id for hit in cached.hits], at=at)
+            after_answer(count_access, read_sessions, [hit.memory.id for hit in cached.hits], at=at)
         return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 3)})
 
     scope = Scope(
@@ -328,7 +340,7 @@ async def search(
     if request.as_of:
         hits = await _as_they_stood(session, hits, at=at)
     if request.record_access and not request.as_of:
-        await repository.record_access(session, [hit.memory.id for hit in hits], at=at)
+        after_answer(count_access, read_sessions, [hit.memory.id for hit in hits], at=at)
     response = SearchResponse(
         hits=hits,
         took_ms=round((time.perf_counter() - started) * 1000, 3),
