@@ -82,7 +82,10 @@ class MemoryWrite(RequestBody):
 
 
 class BatchWrite(BaseModel):
-    """Up to the batch limit of writes, applied in order; each item succeeds or fails on its own."""
+    """Up to the batch limit of writes, applied in order; each item succeeds or fails on its own
+    (so not a RequestBody: an unstorable item is refused alone, by its own validation)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     items: list[dict[str, Any]] = Field(min_length=1, description="Each item has the shape of a single write.")
 

@@ -123,6 +123,14 @@ async def test_empty_batch_is_refused(client):
     _problem(await client.post("/v1/memories:batch", json={"items": []}), 422, "/problems/validation")
 
 
+async def test_a_misspelled_batch_field_is_refused_not_ignored(client, db_session):
+    before = await stored_state(db_session)
+    body = {"items": [{"namespace": "user:u1", "content": "fact"}], "dry_rn": True}
+    problem = _problem(await client.post("/v1/memories:batch", json=body), 422, "/problems/validation")
+    assert any("dry_rn" in error["loc"] for error in problem["errors"])
+    assert await stored_state(db_session) == before
+
+
 @pytest.mark.parametrize("method", ["get", "delete"])
 async def test_unknown_memory_is_404(client, method):
     response = await getattr(client, method)("/v1/memories/00000000-0000-4000-8000-000000000000")
