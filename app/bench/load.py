@@ -326,13 +326,13 @@ def _results(
     acknowledged = baseline.acknowledged + run.acknowledged
     lost: list[Lost] = lost_writes(acknowledged, details) if details is not None else []
     unexpected = unexpected_client_errors(baseline.samples + run.samples)
-    rejected = sum((baseline.rejected_items + run.rejected_items).values())
+    rejected_items = baseline.rejected_items + run.rejected_items
     outage_figures = outage_summary(run.samples, outage) if outage is not None else None
     reasons = failures(
         summary,
         fault=fault,
         lost=len(lost),
-        unexpected=sum(unexpected.values()) + rejected,
+        unexpected=sum(unexpected.values()) + sum(rejected_items.values()),
         outage=outage_figures,
     )
     if single["other_5xx"] or single["unavailable_503"]:
@@ -347,7 +347,7 @@ def _results(
             **{name: _ratio(summary["latency_ms"][name], single["latency_ms"][name]) for name in ("p50", "p95", "p99")},
         },
         "unexpected_4xx": {f"{operation} {status}": count for (operation, status), count in unexpected.items()},
-        "rejected_batch_items": {str(status): count for status, count in run.rejected_items.items()},
+        "rejected_batch_items": {str(status): count for status, count in rejected_items.items()},
         "outage": outage_figures,
         "read_back": {
             "acknowledged": len(acknowledged),
