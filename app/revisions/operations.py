@@ -24,6 +24,11 @@ async def _memory(session: AsyncSession, memory_id: UUID | None) -> Memory:
     return memory
 
 
+def _listed(ids: list[UUID]) -> str:
+    """Ids as clients know them; a list's own str() would show each as UUID('...')."""
+    return ", ".join(str(each) for each in ids)
+
+
 async def _revision(session: AsyncSession, revision_id: UUID) -> RevisionLog:
     revision = await repository.get(session, revision_id, for_update=True)
     if revision is None:
@@ -98,7 +103,7 @@ async def resolve_pending(
     if accept:
         stale = [memory.id for memory in (new, old) if memory.status not in ("active", "uncertain")]
         if stale:
-            raise Conflict(f"memories {stale} changed since the judgement; dismiss it and review again")
+            raise Conflict(f"memories {_listed(stale)} changed since the judgement; dismiss it and review again")
         await apply(session, revision, new, old, context=context)
     else:
         revision.status, revision.resolved_at = "dismissed", datetime.now(timezone.utc)
@@ -126,7 +131,7 @@ async def rollback(
     # Restoring over later changes would undo them silently (a later supersede, a delete).
     changed_since = [memory_id for memory_id, memory in affected.items() if memory.version != last_change[memory_id]]
     if changed_since:
-        raise Conflict(f"memories {changed_since} changed after this revision; roll back the later changes first")
+        raise Conflict(f"memories {_listed(changed_since)} changed after this revision; roll back the later changes first")
     now = datetime.now(timezone.utc)
     restored = []
     for memory_id, version in first_change.items():

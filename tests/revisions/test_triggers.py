@@ -276,6 +276,8 @@ async def test_rollback_is_refused_when_a_later_change_would_be_undone(client, s
     await write(client, "Standup is at 9:15.", key=f"{NS}:standup")
     refused = await client.post(f"/v1/revisions/{first['revisions'][0]['id']}/rollback")
     assert refused.status_code == 409 and refused.json()["type"] == "/problems/conflict"
+    # The ids as clients know them, not Python's repr of a list of UUIDs.
+    assert refused.json()["detail"].startswith(f"memories {first['memory']['id']} changed after")
     assert (await memory(client, a["id"]))["memory"]["status"] == "superseded"
     assert (await memory(client, first["memory"]["id"]))["memory"]["status"] == "superseded"
 
@@ -287,6 +289,7 @@ async def test_applying_a_stale_pending_judgement_is_refused(client, scripted_ll
     await client.delete(f"/v1/memories/{old['id']}")
     refused = await client.post(f"/v1/revisions/{pending['id']}/apply")
     assert refused.status_code == 409
+    assert refused.json()["detail"].startswith(f"memories {old['id']} changed")
     assert (await client.get("/v1/revisions", params={"status": "pending", "namespace": NS})).json()["revisions"]
 
 
