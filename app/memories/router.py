@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
 from app.core.errors import NotFound, RateLimited, SensitiveContent, Unprocessable, VersionConflict, problem_responses
+from app.core.links import MEMORY, REVISION, links
 from app.memories import service
 from app.memories.dependencies import WriteRateDep
 from app.memories.schemas import BatchResponse, BatchWrite, MemoryDetail, MemoryWrite, WriteResponse
@@ -18,6 +19,8 @@ router = APIRouter(prefix="/v1/memories", tags=["memories"])
 # Path ids match as UUIDs only (`:uuid`): `GET /v1/memories/search` is then a 405 for the
 # search route, not a malformed id, and an id that is no UUID names nothing (404).
 MemoryID = Annotated[UUID, Path(description="The memory's id.")]
+# A write answers with the memory and the revisions it triggered (a same-key supersede, ...).
+WRITTEN_LINKS = links(MEMORY.at("/memory"), REVISION.at("/revisions/0"))
 
 
 @router.post(
@@ -25,7 +28,12 @@ MemoryID = Annotated[UUID, Path(description="The memory's id.")]
     status_code=status.HTTP_201_CREATED,
     response_model=WriteResponse,
     responses={
-        200: {"model": WriteResponse, "description": "The same content was already active: that memory."},
+        201: WRITTEN_LINKS,
+        200: {
+            "model": WriteResponse,
+            "description": "The same content was already active: that memory.",
+            **WRITTEN_LINKS,
+        },
         **problem_responses(VersionConflict, Unprocessable, SensitiveContent, RateLimited),
     },
 )
@@ -51,7 +59,11 @@ async def write_batch(
     return BatchResponse(results=results)
 
 
-@router.get("/{memory_id:uuid}", response_model=MemoryDetail, responses=problem_responses(NotFound))
+@router.get(
+    "/{memory_id:uuid}",
+    response_model=MemoryDetail,
+    responses={200: links(MEMORY.at("/memory")), **problem_responses(NotFound)},
+)
 async def get_memory(memory_id: MemoryID, session: SessionDep, access: AccessDep) -> MemoryDetail:
     """A memory with its versions, its supersede chain in both directions and its relations."""
     return await service.detail(session, memory_id=memory_id, access=access)

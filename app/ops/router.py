@@ -6,6 +6,7 @@ from fastapi.responses import JSONResponse
 from app.core.auth import AUTHENTICATED_PROBLEMS, AccessDep
 from app.core.database import SessionDep
 from app.core.dependencies import EngineDep
+from app.core.links import MEMORY, links
 from app.core.migrations import head_revision
 from app.memories import service as memories
 from app.memories.dependencies import WriteRateDep
@@ -31,7 +32,11 @@ async def readyz(engine: EngineDep) -> JSONResponse:
     return JSONResponse(report, status_code=200 if report["ready"] else 503)
 
 
-@router.get("/debug/recent", response_model=RecentResponse, responses=AUTHENTICATED_PROBLEMS)
+@router.get(
+    "/debug/recent",
+    response_model=RecentResponse,
+    responses={**AUTHENTICATED_PROBLEMS, 200: links(MEMORY.at("/memories/0"))},
+)
 async def debug_recent(
     session: SessionDep,
     access: AccessDep,

@@ -5,6 +5,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
 from app.core.dependencies import EmbedderDep, ReadSessionsDep, SettingsDep
+from app.core.links import MEMORY, links
 from app.recall import service
 from app.recall.cache import SearchCache
 from app.recall.schemas import SearchRequest, SearchResponse
@@ -19,7 +20,8 @@ def get_search_cache(request: Request) -> SearchCache:
 SearchCacheDep = Annotated[SearchCache, Depends(get_search_cache)]
 
 
-@router.post("/search", response_model=SearchResponse)
+# Recall, then act on what it found: feedback on the best hit, or a correction.
+@router.post("/search", response_model=SearchResponse, responses={200: links(MEMORY.at("/hits/0/memory"))})
 async def search_memories(
     body: SearchRequest,
     session: SessionDep,

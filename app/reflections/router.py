@@ -8,6 +8,7 @@ from app.core.auth import AccessDep
 from app.core.database import SessionDep
 from app.core.dependencies import EmbedderDep, SettingsDep
 from app.core.errors import Conflict, NotFound, VersionConflict, problem_responses
+from app.core.links import LESSON, MEMORY, links
 from app.core.validation import StorableText
 from app.memories.schemas import MemoryOut, Namespace
 from app.reflections import service
@@ -32,13 +33,18 @@ router = APIRouter(tags=["reflections"])
 
 # Ids match as UUIDs only (`:uuid`), so `/v1/reflections/search` and `/report` are never taken for ids.
 LessonID = Annotated[UUID, Path(description="The lesson's id.")]
+LESSON_LINKS = links(LESSON.at("/lesson"))
 
 
 class MarkdownResponse(PlainTextResponse):
     media_type = "text/markdown"
 
 
-@router.post("/v1/events", response_model=EventsResponse, responses=problem_responses(Conflict))
+@router.post(
+    "/v1/events",
+    response_model=EventsResponse,
+    responses={200: links(LESSON.at("/lessons/0")), **problem_responses(Conflict)},
+)
 async def record_events(
     body: EventsRequest,
     session: SessionDep,
@@ -68,7 +74,14 @@ async def replay_task(
     "/v1/reflections",
     status_code=status.HTTP_201_CREATED,
     response_model=LessonWriteResponse,
-    responses={200: {"model": LessonWriteResponse, "description": "Merged into the existing lesson it repeats."}},
+    responses={
+        201: LESSON_LINKS,
+        200: {
+            "model": LessonWriteResponse,
+            "description": "Merged into the existing lesson it repeats.",
+            **LESSON_LINKS,
+        },
+    },
 )
 async def write_lesson(
     body: LessonWrite, session: SessionDep, settings: SettingsDep, embedder: EmbedderDep, access: AccessDep
@@ -99,14 +112,20 @@ async def lessons_report(
     return MarkdownResponse(await service.report(session, namespace=namespace))
 
 
-@router.get("/v1/reflections/{lesson_id:uuid}", response_model=LessonResponse, responses=problem_responses(NotFound))
+@router.get(
+    "/v1/reflections/{lesson_id:uuid}",
+    response_model=LessonResponse,
+    responses={200: LESSON_LINKS, **problem_responses(NotFound)},
+)
 async def get_lesson(lesson_id: LessonID, session: SessionDep, access: AccessDep) -> LessonResponse:
     """One lesson."""
     return LessonResponse(lesson=LessonOut.of(await service.get_lesson(session, lesson_id=lesson_id, access=access)))
 
 
 @router.post(
-    "/v1/reflections/{lesson_id:uuid}/feedback", response_model=LessonResponse, responses=problem_responses(NotFound)
+    "/v1/reflections/{lesson_id:uuid}/feedback",
+    response_model=LessonResponse,
+    responses={200: LESSON_LINKS, **problem_responses(NotFound)},
 )
 async def lesson_feedback(
     lesson_id: LessonID, body: LessonFeedback, session: SessionDep, settings: SettingsDep, access: AccessDep
@@ -119,7 +138,7 @@ async def lesson_feedback(
 @router.post(
     "/v1/memories/{memory_id:uuid}/feedback",
     response_model=MemoryFeedbackResponse,
-    responses=problem_responses(NotFound, VersionConflict),
+    responses={200: links(MEMORY.at("/memory")), **problem_responses(NotFound, VersionConflict)},
 )
 async def memory_feedback(
     memory_id: Annotated[UUID, Path(description="The memory's id.")],

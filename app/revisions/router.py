@@ -6,6 +6,7 @@ from fastapi import APIRouter, Path, Query
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
 from app.core.errors import Conflict, NotFound, SensitiveContent, Unprocessable, VersionConflict, problem_responses
+from app.core.links import MEMORY, REVISION, links
 from app.memories.schemas import MemoryOut, Namespace
 from app.revisions import operations
 from app.revisions.dependencies import RevisionContextDep
@@ -27,12 +28,16 @@ router = APIRouter(tags=["revisions"])
 RevisionID = Annotated[UUID, Path(description="The revision's id.")]
 # Deciding on a revision: it may be missing, already decided, or its memories changed meanwhile.
 DECISION_PROBLEMS = problem_responses(NotFound, Conflict, VersionConflict)
+LISTED_REVISION_LINKS = links(REVISION.at("/revisions/0"))
 
 
 @router.post(
     "/v1/memories/{memory_id:uuid}/revise",
     response_model=ReviseResponse,
-    responses=problem_responses(NotFound, Conflict, VersionConflict, Unprocessable, SensitiveContent),
+    responses={
+        200: links(MEMORY.at("/memory"), REVISION.at("/revision")),
+        **problem_responses(NotFound, Conflict, VersionConflict, Unprocessable, SensitiveContent),
+    },
 )
 async def revise_memory(
     memory_id: Annotated[UUID, Path()],
@@ -54,7 +59,11 @@ async def revise_memory(
     return ReviseResponse(memory=MemoryOut.of(memory), revision=RevisionOut.of(revision))
 
 
-@router.post("/v1/review", response_model=ReviewResponse, responses=problem_responses(VersionConflict))
+@router.post(
+    "/v1/review",
+    response_model=ReviewResponse,
+    responses={200: LISTED_REVISION_LINKS, **problem_responses(VersionConflict)},
+)
 async def review_namespace(
     body: ReviewRequest, session: SessionDep, context: RevisionContextDep, access: AccessDep
 ) -> ReviewResponse:
@@ -66,7 +75,7 @@ async def review_namespace(
     return ReviewResponse(revisions=[RevisionOut.of(revision) for revision in revisions], checked=checked)
 
 
-@router.get("/v1/revisions", response_model=RevisionList)
+@router.get("/v1/revisions", response_model=RevisionList, responses={200: LISTED_REVISION_LINKS})
 async def list_revisions(
     session: SessionDep,
     access: AccessDep,
@@ -80,7 +89,11 @@ async def list_revisions(
     return RevisionList(revisions=[RevisionOut.of(revision) for revision in revisions])
 
 
-@router.post("/v1/revisions/{revision_id:uuid}/apply", response_model=RevisionOut, responses=DECISION_PROBLEMS)
+@router.post(
+    "/v1/revisions/{revision_id:uuid}/apply",
+    response_model=RevisionOut,
+    responses={200: links(REVISION.at("")), **DECISION_PROBLEMS},
+)
 async def apply_revision(
     revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep
 ) -> RevisionOut:
@@ -89,7 +102,11 @@ async def apply_revision(
     return RevisionOut.of(revision)
 
 
-@router.post("/v1/revisions/{revision_id:uuid}/dismiss", response_model=RevisionOut, responses=DECISION_PROBLEMS)
+@router.post(
+    "/v1/revisions/{revision_id:uuid}/dismiss",
+    response_model=RevisionOut,
+    responses={200: links(REVISION.at("")), **DECISION_PROBLEMS},
+)
 async def dismiss_revision(
     revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep
 ) -> RevisionOut:
@@ -98,7 +115,11 @@ async def dismiss_revision(
     return RevisionOut.of(revision)
 
 
-@router.post("/v1/revisions/{revision_id:uuid}/rollback", response_model=RollbackResponse, responses=DECISION_PROBLEMS)
+@router.post(
+    "/v1/revisions/{revision_id:uuid}/rollback",
+    response_model=RollbackResponse,
+    responses={200: links(REVISION.at("/revision"), MEMORY.at("/memories/0")), **DECISION_PROBLEMS},
+)
 async def rollback_revision(
     revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep
 ) -> RollbackResponse:
