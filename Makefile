@@ -30,7 +30,7 @@ bench: install
 load: install
 	$(PY) -m app.bench.load $(if $(CLIENTS),--clients $(CLIENTS)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(FAULT),--fault)
 
-# schemathesis against the running service's OpenAPI schema; SEED and EXAMPLES (per operation) vary the run.
+# schemathesis against the running service's OpenAPI schema; SEED, EXAMPLES (per operation) and SCENARIOS (stateful) vary the run.
 fuzz: install
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[fuzz]'
-	$(PY) -m app.bench.fuzz $(if $(SEED),--seed $(SEED)) $(if $(EXAMPLES),--max-examples $(EXAMPLES))
+	$(PY) -m app.bench.fuzz $(if $(SEED),--seed $(SEED)) $(if $(EXAMPLES),--max-examples $(EXAMPLES)) $(if $(SCENARIOS),--scenarios $(SCENARIOS))
