@@ -4,7 +4,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-import asyncpg
 from fastapi import Depends, Request
 from sqlalchemy import event, text
 from sqlalchemy.engine import Dialect, make_url
@@ -75,14 +74,16 @@ def create_engine(settings: Settings, url: str) -> AsyncEngine:
 
 def _connect_or_unavailable(dialect: Dialect, _record: object, cargs: tuple, cparams: dict) -> object:
     """Open a connection, or say the database is unavailable. Refused, missing socket, timed
-    out, starting up or full: asyncpg raises these as OS or server errors that SQLAlchemy does
-    not wrap, and each means "retry shortly", so the request answers 503 and the pool, which
-    keeps no dead connection, reconnects by itself once the server is back."""
+    out, starting up (crash recovery), full: each means "retry shortly", so the request answers
+    503 and the pool, which keeps no dead connection, reconnects by itself once the server is
+    back. They arrive as OS errors, raw asyncpg errors or SQLAlchemy's wrapping of them (a
+    server "starting up" came wrapped under `make load FAULT=1`), so any failure to connect counts."""
     try:
         return dialect.connect(*cargs, **cparams)
-    except (OSError, asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError, asyncpg.TooManyConnectionsError) as exc:
-        logger.warning("cannot connect to the database: %s", type(exc).__name__)
-        raise Unavailable(f"the database cannot be reached ({type(exc).__name__}); retry shortly") from exc
+    except Exception as exc:
+        cause = exc.__cause__ or exc
+        logger.warning("cannot connect to the database: %s", type(cause).__name__)
+        raise Unavailable(f"the database cannot be reached ({type(cause).__name__}); retry shortly") from exc
 
 
 async def check_reachable(engine: AsyncEngine) -> None:

@@ -8,12 +8,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import asyncpg
 import pytest
 from httpx import ASGITransport, AsyncClient, Response
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.database import asyncpg_url, create_engine
+from app.core.database import _connect_or_unavailable, asyncpg_url, create_engine
 from app.core.embedded import EmbeddedPostgres
+from app.core.errors import Unavailable
 from app.core.migrations import upgrade_to_head
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
@@ -111,3 +113,15 @@ async def test_a_request_that_finds_no_free_connection_answers_503(settings, emb
     assert response.status_code == 503 and response.json()["type"] == "/problems/unavailable"
     assert response.headers["Retry-After"] == "1"
     assert seconds < 1.5
+
+
+def test_a_server_still_starting_up_is_unavailable_even_when_the_driver_error_comes_wrapped():
+    class StartingUp:
+        def connect(self, *args, **kwargs):
+            try:
+                raise asyncpg.CannotConnectNowError("the database system is starting up")
+            except asyncpg.CannotConnectNowError as error:
+                raise RuntimeError("wrapped by the dialect") from error
+
+    with pytest.raises(Unavailable, match="CannotConnectNowError"):
+        _connect_or_unavailable(StartingUp(), None, (), {})
