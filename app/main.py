@@ -28,6 +28,7 @@ from app.models import EMBEDDING_DIM
 from app.ops.router import router as ops_router
 from app.recall.cache import SearchCache
 from app.recall.router import router as recall_router
+from app.reflections.schema_check import SchemaChecker
 from app.reflections.router import router as reflections_router
 from app.revisions import queue
 from app.revisions.judges import build_judge
@@ -36,14 +37,32 @@ from app.revisions.router import router as revisions_router
 logger = logging.getLogger("hindsight")
 
 
-def attach_runtime(app: FastAPI, *, settings: Settings, engine: AsyncEngine, embedder: EmbeddingProvider) -> None:
-    """What requests reach through app.state: settings, database, embedder, judge."""
+def build_schema_checker(settings: Settings) -> SchemaChecker:
+    return SchemaChecker(
+        workers=settings.schema_check_workers,
+        timeout_seconds=settings.schema_check_timeout_seconds,
+        memory_bytes=settings.schema_check_memory_mb * 2**20,
+        max_args_bytes=settings.schema_check_max_args_bytes,
+    )
+
+
+def attach_runtime(
+    app: FastAPI,
+    *,
+    settings: Settings,
+    engine: AsyncEngine,
+    embedder: EmbeddingProvider,
+    schema_checker: SchemaChecker | None = None,
+) -> None:
+    """What requests reach through app.state: settings, database, embedder, judge, the
+    workers that check clients' JSON Schemas (they start on first use)."""
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = create_sessionmaker(engine)
     app.state.read_sessions = app.state.sessionmaker
     app.state.embedder = embedder
     app.state.judge = build_judge(settings)
+    app.state.schema_checker = schema_checker or build_schema_checker(settings)
 
 
 def create_app(settings: Settings = default_settings) -> FastAPI:
@@ -62,6 +81,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
                 )
             attach_runtime(app, settings=settings, engine=engine, embedder=embedder)
             async with AsyncExitStack() as stack:
+                stack.push_async_callback(app.state.schema_checker.close)
                 if settings.revision_mode == "async":
                     app.state.revision_queue = await stack.enter_async_context(queue.connected(url))
                 yield

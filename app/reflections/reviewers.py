@@ -2,18 +2,19 @@
 program can see (offline default), and an LLM through litellm that falls back to the rules
 when it gives no usable answer, and says so."""
 
+import asyncio
 import json
 import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
-import jsonschema
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from app.core.settings import Settings
 from app.llm.client import Verdict, ask_or_fall_back
 from app.memories.records import normalise
+from app.reflections.schema_check import ArgumentError, SchemaChecker
 from app.reflections.schemas import Attribution, PathType, Scope
 from app.reflections.tasks import Task, clip, unexpected
 
@@ -22,8 +23,6 @@ from app.reflections.tasks import Task, clip, unexpected
 RULE_CONFIDENCE = 0.5
 UNSURE_CONFIDENCE = 0.3
 _PROMPT_FIELD_CHARS = 500
-_JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"), (dict, "object"))
-_MISSING_FIELD = re.compile(r"^'(.+)' is a required property")
 _WHEN_DO = re.compile(
     r"^\s*(when|whenever|if|before|after)\b.+,\s*\S|^\s*(当|如果|在).+[，,]\s*\S", re.IGNORECASE | re.DOTALL
 )
@@ -48,32 +47,19 @@ class Reviewer(Protocol):
     async def review(self, task: Task) -> Review: ...
 
 
-def _json_type(value: Any) -> str:
-    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "null")
-
-
-def _schema_error(args: dict[str, Any], schema: dict[str, Any]) -> jsonschema.ValidationError | None:
-    try:
-        validator = jsonschema.validators.validator_for(schema)(schema)
-        return jsonschema.exceptions.best_match(validator.iter_errors(args))
-    except jsonschema.SchemaError:
-        return None  # a broken schema teaches nothing about the arguments
-
-
-def _param_lesson(tool: str, error: jsonschema.ValidationError) -> tuple[str, str]:
+def _param_lesson(tool: str, error: ArgumentError) -> tuple[str, str]:
     """(lesson, what the call did) for the first way the arguments broke the schema."""
-    field = ".".join(str(part) for part in error.absolute_path) or "the arguments"
-    if error.validator == "type":
-        expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+    field = ".".join(str(part) for part in error.path) or "the arguments"
+    if error.keyword == "type":
         return (
-            f"When calling {tool}, pass `{field}` as {' or '.join(expected)}.",
-            f"passed `{field}` = {json.dumps(error.instance, default=str)} ({_json_type(error.instance)})",
+            f"When calling {tool}, pass `{field}` as {' or '.join(error.expected)}.",
+            f"passed `{field}` = {error.instance} ({error.instance_type})",
         )
-    if error.validator == "required" and (missing := _MISSING_FIELD.match(error.message)):
-        return f"When calling {tool}, include the required field `{missing.group(1)}`.", f"left out `{missing.group(1)}`"
+    if error.keyword == "required":
+        return f"When calling {tool}, include the required field `{error.expected}`.", f"left out `{error.expected}`"
     return (
-        f"When calling {tool}, make `{field}` satisfy the input schema ({error.validator}: {error.validator_value}).",
-        f"passed `{field}` = {json.dumps(error.instance, default=str)}",
+        f"When calling {tool}, make `{field}` satisfy the input schema ({error.keyword}: {error.expected}).",
+        f"passed `{field}` = {error.instance}",
     )
 
 
@@ -87,24 +73,47 @@ class RuleReviewer:
 
     name = "rules"
 
-    async def review(self, task: Task) -> Review:
-        drafts = self._param_errors(task) + self._timeouts_retried(task) + self._repeated_failures(task)
-        return Review(drafts, decided_by=self.name)
+    def __init__(self, checker: SchemaChecker) -> None:
+        self._checker = checker
 
-    def _param_errors(self, task: Task) -> list[Draft]:
-        schemas = {call["tool"]: call["input_schema"] for call in task.tool_calls if call.get("input_schema")}
+    async def review(self, task: Task) -> Review:
+        param_drafts, notes = await self._param_errors(task)
+        drafts = param_drafts + self._timeouts_retried(task) + self._repeated_failures(task)
+        return Review(drafts, decided_by=self.name, note="; ".join(notes) or None)
+
+    async def _argument_errors(self, task: Task) -> tuple[list[ArgumentError | None], list[str]]:
+        """Each tool call's schema error (its tool's last schema in the task), and notes on
+        schemas that could not be used. One check per tool, all tools at once."""
+        calls = task.tool_calls
+        schemas = {call["tool"]: call["input_schema"] for call in calls if call.get("input_schema")}
+        tools = list(schemas)
+        checks = await asyncio.gather(
+            *(
+                self._checker.check(schemas[tool], [call.get("args") or {} for call in calls if call["tool"] == tool])
+                for tool in tools
+            )
+        )
+        errors: list[ArgumentError | None] = [None] * len(calls)
+        notes = []
+        for tool, check in zip(tools, checks, strict=True):
+            if check.note:
+                notes.append(f"{tool}: {check.note}")
+            indexes = [index for index, call in enumerate(calls) if call["tool"] == tool]
+            for index, error in zip(indexes, check.errors, strict=True):
+                errors[index] = error
+        return errors, notes
+
+    async def _param_errors(self, task: Task) -> tuple[list[Draft], list[str]]:
+        errors, notes = await self._argument_errors(task)
         drafts = []
         for index, call in enumerate(task.tool_calls):
-            schema = schemas.get(call["tool"])
-            error = _schema_error(call.get("args") or {}, schema) if schema else None
+            error = errors[index]
             if error is None:
                 continue
             lesson, action = _param_lesson(call["tool"], error)
             fixed_later = any(
-                later["tool"] == call["tool"]
-                and later.get("status") == "ok"
-                and _schema_error(later.get("args") or {}, schema) is None
-                for later in task.tool_calls[index + 1 :]
+                later["tool"] == call["tool"] and later.get("status") == "ok" and errors[later_index] is None
+                for later_index, later in enumerate(task.tool_calls[index + 1 :], start=index + 1)
             )
             drafts.append(
                 Draft(
@@ -118,7 +127,7 @@ class RuleReviewer:
                     outcome=f"{_outcome(call)}; {error.message}",
                 )
             )
-        return drafts
+        return drafts, notes
 
     def _timeouts_retried(self, task: Task) -> list[Draft]:
         calls = task.tool_calls
@@ -250,8 +259,8 @@ def distinct(drafts: list[Draft]) -> list[Draft]:
     return list(seen.values())
 
 
-def build_reviewer(settings: Settings) -> Reviewer:
-    rules = RuleReviewer()
+def build_reviewer(settings: Settings, checker: SchemaChecker) -> Reviewer:
+    rules = RuleReviewer(checker)
     if not settings.llm_model:
         return rules
     return LLMReviewer(

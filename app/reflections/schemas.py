@@ -4,9 +4,10 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
-from app.core.validation import WHITESPACE, Number, RequestBody, Timestamp, integer
+from app.core.settings import settings
+from app.core.validation import WHITESPACE, Number, RequestBody, Timestamp, integer, json_size
 from app.memories.schemas import MemoryOut, Namespace
 from app.models import Reflection
 
@@ -42,8 +43,19 @@ class ToolCall(_Event):
     result: Any = None
     error: str | None = None
     latency_ms: Number | None = Field(default=None, ge=0)
-    input_schema: dict[str, Any] | None = Field(default=None, description="The tool's JSON schema for its arguments.")
+    input_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="The tool's JSON schema for its arguments (at most `HINDSIGHT_MAX_INPUT_SCHEMA_BYTES` as JSON). "
+        "References are never fetched: only `#...` within the schema resolve.",
+    )
     attempt: integer(ge=1) | None = Field(default=None, description="2 and up: a retry.")
+
+    @field_validator("input_schema")
+    @classmethod
+    def _schema_size(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is not None and json_size(schema) > settings.max_input_schema_bytes:
+            raise ValueError(f"input_schema is larger than {settings.max_input_schema_bytes} bytes as JSON")
+        return schema
 
 
 class PlanStep(_Event):

@@ -67,6 +67,6 @@ class ScriptedReviewerLLM:
 def scripted_reviewer(client: AsyncClient, monkeypatch) -> ScriptedReviewerLLM:
     script = ScriptedReviewerLLM()
     monkeypatch.setattr(litellm, "acompletion", partial(script.acompletion, litellm.acompletion))
-    reviewer = LLMReviewer(model="openai/scripted", timeout_seconds=2, retries=1, fallback=RuleReviewer())
+    reviewer = LLMReviewer(model="openai/scripted", timeout_seconds=2, retries=1, fallback=RuleReviewer(client._transport.app.state.schema_checker))
     client._transport.app.dependency_overrides[get_reviewer] = lambda: reviewer
     return script
