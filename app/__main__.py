@@ -5,8 +5,6 @@ import asyncio
 import logging
 import sys
 
-import uvicorn
-
 from app.core.database import DatabaseUnreachable, probe, resolve_database_url
 from app.core.logging import configure_logging
 from app.core.migrations import upgrade_to_head
@@ -100,10 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "reembed":
         print(asyncio.run(_reembed(batch=args.batch)).model_dump_json(indent=2))
     if args.command == "serve":
+        from app.core import server
         from app.main import create_app
 
-        # log_config=None: uvicorn's lines go through our JSON handler, with request ids.
-        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_config=None)
+        server.run(create_app(settings), settings=settings, host=args.host, port=args.port)
     return 0
 
 
