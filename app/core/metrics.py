@@ -25,6 +25,9 @@ GATEWAY_DEGRADED = Counter(
     ["tool"],
     registry=GATEWAY_REGISTRY,
 )
+# The methods HTTP defines; any other a client makes up is counted as "other", so clients cannot
+# mint series (a label per made-up method grew /metrics without bound).
+_KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
 QUEUE_DEPTH = Gauge("hindsight_revision_queue_depth", "Deferred revisions waiting for a worker (read at scrape time).")
 
 
@@ -63,6 +66,7 @@ class RequestMetricsMiddleware:
             await self.app(scope, receive, send_noting_status)
         finally:
             route = getattr(scope.get("route"), "path_format", "unmatched")  # {memory_id}, not its converter
-            REQUEST_SECONDS.labels(route=route, method=scope["method"], status=str(status)).observe(
+            method = scope["method"] if scope["method"] in _KNOWN_METHODS else "other"
+            REQUEST_SECONDS.labels(route=route, method=method, status=str(status)).observe(
                 time.perf_counter() - started
             )

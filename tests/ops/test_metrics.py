@@ -93,3 +93,15 @@ def test_json_log_lines_carry_the_request_id():
     line = json.loads(JsonFormatter().format(record))
     assert line["message"] == "hello world" and line["level"] == "WARNING"
     assert "request_id" in line and line["request_id"] is None  # outside any request
+
+
+async def test_made_up_http_methods_share_one_label(client: AsyncClient):
+    """Anonymous clients choose the method: each new one must not become a new series."""
+    before = len((await client.get("/metrics")).text)
+    for index in range(200):
+        response = await client.request(f"BREW{index}", "/healthz")
+        assert response.status_code == 405
+    text = (await client.get("/metrics")).text
+    assert "BREW" not in text
+    assert 'method="other",route="/healthz",status="405"' in text
+    assert len(text) - before < 5_000  # one series (its buckets), not two hundred
