@@ -8,6 +8,7 @@ from fastapi import Depends, FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.auth import AUTHENTICATED_PROBLEMS, get_access, warn_if_open
+from app.core.body_limit import BodyLimitMiddleware
 from app.core.database import (
     check_reachable,
     create_engine,
@@ -104,6 +105,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         flags_kept=settings.write_rate_flags_kept,
     )
     install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(RequestMetricsMiddleware)
     app.add_middleware(RequestIdMiddleware)
     # Every route needs a valid key when keys are configured; ops checks its own (health stays open).

@@ -55,6 +55,12 @@ class MalformedJson(AppError):
     title = "Malformed JSON"
 
 
+class PayloadTooLarge(AppError):
+    status_code = 413
+    type = "/problems/payload-too-large"
+    title = "Payload too large"
+
+
 class Forbidden(AppError):
     status_code = 403
     type = "/problems/forbidden"
@@ -115,7 +121,7 @@ def problem_responses(*problems: type[AppError]) -> dict[int | str, dict[str, An
 
 
 # What any route that reads input and the database can answer.
-REQUEST_PROBLEMS = problem_responses(MalformedJson, Unprocessable, Unavailable)
+REQUEST_PROBLEMS = problem_responses(MalformedJson, PayloadTooLarge, Unprocessable, Unavailable)
 
 
 def problem_body(

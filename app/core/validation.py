@@ -11,6 +11,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, Strict, field_validator
 from pydantic_core import PydanticCustomError
 
+from app.core.settings import settings
+
 # PostgreSQL text and jsonb refuse NUL; a lone UTF-16 surrogate (JSON allows "\ud800") has no UTF-8 form.
 _UNSTORABLE_TEXT = re.compile("[\x00\ud800-\udfff]")
 INT4_MAX = 2**31 - 1
@@ -30,15 +32,20 @@ def _why_unstorable(item: Any) -> str | None:
     return None
 
 
-def unstorable(value: Any) -> str | None:
-    """Why PostgreSQL cannot store `value`, naming where inside it (keys included) the first
-    offending part sits; None if it can. Iterative: JSON may nest deeper than the stack."""
+def unstorable(value: Any, *, max_depth: int) -> tuple[str, str] | None:
+    """(error type, reason) if the service cannot store `value`, naming where inside it (keys
+    included) the first offending part sits; None if it can. Nesting past `max_depth` levels is
+    refused too: the JSON encoders on the way out stop at 255, and every reader pays for depth.
+    Iterative: JSON may nest deeper than the stack."""
     pending: list[tuple[tuple[Any, ...], Any]] = [((), value)]
     while pending:
         path, item = pending.pop()
-        if reason := _why_unstorable(item):
+        kind, reason = "unstorable_value", _why_unstorable(item)
+        if reason is None and isinstance(item, (dict, list)) and len(path) >= max_depth:
+            kind, reason = "json_too_deep", f"nested deeper than {max_depth} levels"
+        if reason:
             where = ".".join(_UNSTORABLE_TEXT.sub("\ufffd", str(part)) for part in path)
-            return f"{where}: {reason}" if where else reason
+            return kind, f"{where}: {reason}" if where else reason
         if isinstance(item, dict):
             for key, inner in item.items():
                 pending += [((*path, key), key), ((*path, key), inner)]
@@ -53,8 +60,8 @@ def json_size(value: Any) -> int:
 
 
 def storable(value: Any) -> Any:
-    if reason := unstorable(value):
-        raise PydanticCustomError("unstorable_value", reason)
+    if found := unstorable(value, max_depth=settings.max_json_depth):
+        raise PydanticCustomError(*found)
     return value
 
 
@@ -71,6 +78,32 @@ class RequestBody(BaseModel):
 
 
 StorableText = Annotated[str, AfterValidator(storable)]
+
+
+def _key_count(value: Any) -> int:
+    count, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            count += len(item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return count
+
+
+def _bounded_object(value: dict[str, Any]) -> dict[str, Any]:
+    if _key_count(value) > settings.max_metadata_keys:
+        raise PydanticCustomError("too_many_keys", f"more than {settings.max_metadata_keys} keys (all levels counted)")
+    if json_size(value) > settings.max_metadata_bytes:
+        raise PydanticCustomError("too_large", f"larger than {settings.max_metadata_bytes} bytes as JSON")
+    return value
+
+
+# Free-form JSON a memory carries (metadata, source): every read returns it, so it is bounded.
+BoundedObject = Annotated[
+    dict[str, Any], AfterValidator(_bounded_object), Field(json_schema_extra={"maxProperties": settings.max_metadata_keys})
+]
 
 
 def _whole(value: Any) -> Any:

@@ -9,7 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 
 from app.core.errors import Problem
 from app.core.settings import settings
-from app.core.validation import INT4_MAX, NOT_BLANK, Number, RequestBody, Timestamp, integer
+from app.core.validation import INT4_MAX, NOT_BLANK, BoundedObject, Number, RequestBody, Timestamp, integer
 from app.models import Memory
 
 MemoryType = Literal["working", "episodic", "semantic"]
@@ -65,8 +65,8 @@ class MemoryWrite(RequestBody):
     importance: Number = Field(default=0.5, ge=0, le=1)
     ttl_seconds: integer(ge=1, le=INT4_MAX) | None = Field(default=None, description="Forget after this many seconds.")
     session_id: str | None = Field(default=None, max_length=200)
-    source: dict[str, Any] | None = Field(default=None, description="Where it came from: turn id, agent id, ...")
-    metadata: dict[str, Any] | None = None
+    source: BoundedObject | None = Field(default=None, description="Where it came from: turn id, agent id, ...")
+    metadata: BoundedObject | None = None
     created_at: Timestamp | None = Field(default=None, description="Original time, for imports; defaults to now.")
 
     @field_validator("key")
