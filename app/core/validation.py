@@ -5,7 +5,7 @@ is a 422 problem naming the field, before anything is stored."""
 import json
 import math
 import re
-from datetime import date, datetime
+from datetime import date, datetime, timedelta, timezone
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, Strict, field_validator
@@ -143,3 +143,19 @@ Timestamp = Annotated[
     AfterValidator(_inside_edge_days),
     Field(json_schema_extra={"pattern": "^(?!0001-01-01|9999-12-31)"}),
 ]
+
+
+def _not_ahead(value: datetime) -> datetime:
+    now = datetime.now(timezone.utc)
+    if value > now + timedelta(seconds=settings.max_clock_skew_seconds):
+        raise PydanticCustomError(
+            "datetime_ahead",
+            f"Input should not be more than {settings.max_clock_skew_seconds:g} seconds in the future",
+        )
+    return min(value, now)
+
+
+# When something happened, by the client's clock: never later than now. A time ahead within the
+# clock skew is taken as now, so it cannot rank after writes the server makes later (a keyed
+# memory from the future would stay active beside its successors and hide from every search).
+PastTimestamp = Annotated[Timestamp, AfterValidator(_not_ahead)]

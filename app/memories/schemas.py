@@ -9,7 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 
 from app.core.errors import Problem
 from app.core.settings import settings
-from app.core.validation import INT4_MAX, NOT_BLANK, BoundedObject, Number, RequestBody, Timestamp, integer
+from app.core.validation import INT4_MAX, NOT_BLANK, BoundedObject, Number, PastTimestamp, RequestBody, integer
 from app.models import Memory
 
 MemoryType = Literal["working", "episodic", "semantic"]
@@ -67,7 +67,9 @@ class MemoryWrite(RequestBody):
     session_id: str | None = Field(default=None, max_length=200)
     source: BoundedObject | None = Field(default=None, description="Where it came from: turn id, agent id, ...")
     metadata: BoundedObject | None = None
-    created_at: Timestamp | None = Field(default=None, description="Original time, for imports; defaults to now.")
+    created_at: PastTimestamp | None = Field(
+        default=None, description="Original time, for imports; defaults to now. Not in the future (beyond a small clock skew)."
+    )
 
     @field_validator("key")
     @classmethod

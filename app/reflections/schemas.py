@@ -7,7 +7,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from app.core.settings import settings
-from app.core.validation import WHITESPACE, Number, RequestBody, Timestamp, integer, json_size
+from app.core.validation import WHITESPACE, Number, PastTimestamp, RequestBody, integer, json_size
 from app.memories.schemas import MemoryOut, Namespace
 from app.models import Reflection
 
@@ -32,7 +32,7 @@ class _Event(BaseModel):
     # Fields beyond the documented ones are kept: the stream is stored for replay.
     model_config = ConfigDict(extra="allow")
 
-    at: Timestamp | None = Field(default=None, description="When it happened; defaults to when it was received.")
+    at: PastTimestamp | None = Field(default=None, description="When it happened; defaults to when it was received.")
 
 
 class ToolCall(_Event):
@@ -199,7 +199,7 @@ class LessonWrite(RequestBody):
     domain: Label | None = None
     confidence: Number = Field(default=0.5, ge=0, le=1, description="At or above the admission threshold it is recalled at once.")
     source_task_id: str | None = Field(default=None, max_length=200)
-    occurred_at: Timestamp | None = None
+    occurred_at: PastTimestamp | None = None
 
 
 class LessonWriteResponse(BaseModel):

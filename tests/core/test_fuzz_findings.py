@@ -90,12 +90,15 @@ async def test_out_of_range_write_is_a_422_and_stores_nothing(client: AsyncClien
     assert await stored_rows(db_session) == before
 
 
-async def test_expiry_past_year_9999_means_never(client: AsyncClient):
+async def test_expiry_past_year_9999_cannot_be_asked_for(client: AsyncClient, db_session):
+    """A write dated near year 9999 with the longest TTL once overflowed its expiry; a time that
+    far ahead is now refused outright (a write's time is never in the future)."""
+    before = await stored_rows(db_session)
     response = await client.post(
         "/v1/memories", json={**VALID, "created_at": "9999-12-30T00:00:00Z", "ttl_seconds": 2**31 - 1}
     )
-    assert response.status_code == 201, response.text
-    assert response.json()["memory"]["expires_at"] is None
+    assert _validation_problem(response, "created_at")["errors"][0]["type"] == "datetime_ahead"
+    assert await stored_rows(db_session) == before
 
 
 # --- A lost update (another writer bumped the version) crashed reading the expired row's id.
