@@ -1,5 +1,6 @@
 """API keys scoped to namespace prefixes (SPEC section 7): who may touch which namespaces."""
 
+import hashlib
 import hmac
 import logging
 from collections.abc import Mapping, Sequence
@@ -33,9 +34,11 @@ EVERYTHING = "*"
 
 @dataclass(frozen=True)
 class Access:
-    """What the caller may touch; the prefix `*` grants every namespace (an admin key, or no keys at all)."""
+    """What the caller may touch; the prefix `*` grants every namespace (an admin key, or no keys at all).
+    `principal` names the API key (a fingerprint, never the key), None when keys are off."""
 
     prefixes: tuple[str, ...]
+    principal: str | None = None
 
     def check(self, *namespaces: str | None) -> None:
         """403 unless every namespace is in scope; None stands for "every namespace" (an unfiltered listing)."""
@@ -58,13 +61,14 @@ def authenticate(keys: Mapping[str, Sequence[str]], token: str | None) -> Access
         return OPEN
     if not token:
         raise Unauthorized("send the API key as 'Authorization: Bearer <key>'")
-    granted: Sequence[str] | None = None
+    granted: tuple[str, Sequence[str]] | None = None
     for key, prefixes in keys.items():
         if hmac.compare_digest(key.encode(), token.encode()):
-            granted = prefixes
+            granted = key, prefixes
     if granted is None:
         raise Unauthorized("the API key is not valid")
-    return Access(prefixes=tuple(granted))
+    key, prefixes = granted
+    return Access(prefixes=tuple(prefixes), principal=f"key:{hashlib.sha256(key.encode()).hexdigest()[:16]}")
 
 
 def warn_if_open(keys: Mapping[str, Sequence[str]]) -> None:

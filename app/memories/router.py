@@ -11,7 +11,7 @@ from app.core.links import MEMORY, REVISION, links
 from app.memories import service
 from app.memories.dependencies import WriteRateDep
 from app.memories.schemas import BatchResponse, BatchWrite, MemoryDetail, MemoryWrite, WriteResponse
-from app.memories.write_rate import writers_of
+from app.memories.write_rate import writer, writers_of
 from app.revisions.dependencies import RevisionContextDep
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -43,7 +43,7 @@ async def write_memory(
     """Store a memory and run the revision triggers; the same content already active in the
     namespace is returned instead (200, deduplicated)."""
     access.check(body.namespace)
-    write_rate.admit([(body.session_id, body.namespace)])
+    write_rate.admit([writer(access, body.session_id, body.namespace)])
     outcome = await service.write(session, request=body, context=context)
     code = status.HTTP_200_OK if outcome.deduplicated else status.HTTP_201_CREATED
     return JSONResponse(outcome.response().model_dump(mode="json"), status_code=code)
@@ -54,7 +54,7 @@ async def write_batch(
     body: BatchWrite, session: SessionDep, context: RevisionContextDep, access: AccessDep, write_rate: WriteRateDep
 ) -> BatchResponse:
     """Store up to 500 memories in order; each item reports its own result or problem."""
-    write_rate.admit(writers_of(body.items))
+    write_rate.admit(writers_of(access, body.items))
     results = await service.write_batch(session, items=body.items, context=context, access=access)
     return BatchResponse(results=results)
 

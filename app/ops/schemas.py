@@ -4,7 +4,7 @@ from pydantic import BaseModel, Field
 
 
 class Anomaly(BaseModel):
-    session_id: str
+    session_id: str | None = Field(description="None: the caller's writes without a session.")
     namespace: str
     writes: int = Field(description="The most writes the session made within one minute during this burst.")
     first_seen: datetime

@@ -24,7 +24,10 @@ def test_a_prefix_covers_its_namespace_and_those_below_it_only():
 def test_authenticate_finds_the_key_and_its_scope():
     keys = {"k1": ["user:u1"], "k2": ["shared:"]}
     assert authenticate({}, None) is OPEN
-    assert authenticate(keys, "k2") == Access(prefixes=("shared:",))
+    granted = authenticate(keys, "k2")
+    assert granted.prefixes == ("shared:",)
+    assert granted.principal and "k2" not in granted.principal  # names the key without showing it
+    assert authenticate(keys, "k1").principal != granted.principal
     with pytest.raises(Unauthorized):
         authenticate(keys, None)
     with pytest.raises(Unauthorized):

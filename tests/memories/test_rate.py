@@ -15,6 +15,7 @@ from app.memories.write_rate import WriteRate
 from app.models import Memory
 
 NS = "user:rate"
+CALLER_S = ("caller", "s", NS)
 
 
 class Clock:
@@ -93,21 +94,55 @@ def test_retry_after_is_when_the_oldest_write_leaves_the_window():
     clock = Clock()
     rate = WriteRate(flag_above=2, limit=3, flags_kept=10, clock=clock)
     for step in range(3):
-        rate.admit([("s", NS)])
+        rate.admit([CALLER_S])
         clock.now += 10
     with pytest.raises(RateLimited) as refused:
-        rate.admit([("s", NS)])
+        rate.admit([CALLER_S])
     assert refused.value.headers == {"Retry-After": "30"}  # the first write was 30 s ago
     clock.now += 30
-    rate.admit([("s", NS)])
+    rate.admit([CALLER_S])
     assert len(rate.flags) == 1 and rate.flags[0].writes == 3
 
 
 def test_a_burst_after_a_quiet_minute_is_a_new_flag():
     clock = Clock()
     rate = WriteRate(flag_above=1, limit=None, flags_kept=10, clock=clock)
-    rate.admit([("s", NS), ("s", NS)])
+    rate.admit([CALLER_S, CALLER_S])
     clock.now += 120
-    rate.admit([("s", NS)])
-    rate.admit([("s", NS), (None, NS)])
+    rate.admit([CALLER_S])
+    rate.admit([CALLER_S, ("caller", None, NS)])
     assert [flag.writes for flag in rate.flags] == [2, 2]
+
+
+@pytest.fixture
+def two_tenants(client: AsyncClient, settings) -> AsyncClient:
+    """Keys for two tenants, and a hard limit of 5 writes a minute."""
+    app = client._transport.app
+    app.state.settings = settings.model_copy(update={"api_keys": {"key-a": ["user:a"], "key-b": ["user:b"]}})
+    app.state.write_rate = WriteRate(flag_above=10, limit=5, flags_kept=100)
+    return client
+
+
+async def _write_as(client: AsyncClient, key: str, namespace: str, n: int, session_id: str | None) -> int:
+    body = {"namespace": namespace, "content": f"Entry {n} from {key}.", **({"session_id": session_id} if session_id else {})}
+    response = await client.post("/v1/memories", json=body, headers={"Authorization": f"Bearer {key}"})
+    return response.status_code
+
+
+async def test_one_tenant_cannot_spend_anothers_window_by_naming_its_session(two_tenants: AsyncClient):
+    assert [await _write_as(two_tenants, "key-a", "user:a", n, "victim-session") for n in range(6)] == [201] * 5 + [429]
+    assert [await _write_as(two_tenants, "key-b", "user:b", n, "victim-session") for n in range(5)] == [201] * 5
+
+
+async def test_writes_without_a_session_are_limited_in_a_window_of_their_own(two_tenants: AsyncClient):
+    assert [await _write_as(two_tenants, "key-a", "user:a", n, None) for n in range(6)] == [201] * 5 + [429]
+    assert await _write_as(two_tenants, "key-a", "user:a", 9, "s-1") == 201  # a session has its own window
+    assert await _write_as(two_tenants, "key-b", "user:b", 9, None) == 201  # another caller too
+
+
+async def test_without_keys_the_window_is_per_namespace_and_session(limited: AsyncClient):
+    for n in range(11):
+        assert (await limited.post("/v1/memories", json={"namespace": NS, "content": f"Line {n}.", "session_id": "s"})).status_code == 201
+    assert (await limited.post("/v1/memories", json={"namespace": NS, "content": "Line 11.", "session_id": "s"})).status_code == 429
+    other = {"namespace": "user:rate-other", "content": "Line 0.", "session_id": "s"}
+    assert (await limited.post("/v1/memories", json=other)).status_code == 201
