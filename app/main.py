@@ -19,6 +19,7 @@ from app.core.database import (
 from app.core.errors import install_error_handlers
 from app.core.logging import RequestIdMiddleware
 from app.core.metrics import RequestMetricsMiddleware, count_search
+from app.core.retry import RetryOnConflictMiddleware
 from app.core.settings import Settings
 from app.core.settings import settings as default_settings
 from app.embeddings.provider import EmbeddingProvider, build_provider
@@ -105,6 +106,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         flags_kept=settings.write_rate_flags_kept,
     )
     install_error_handlers(app)
+    app.add_middleware(RetryOnConflictMiddleware, retries=settings.conflict_retries)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(RequestMetricsMiddleware)
     app.add_middleware(RequestIdMiddleware)

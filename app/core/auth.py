@@ -40,6 +40,9 @@ class Access:
     prefixes: tuple[str, ...]
     principal: str | None = None
 
+    def allows(self, namespace: str) -> bool:
+        return EVERYTHING in self.prefixes or any(in_prefix(namespace, prefix) for prefix in self.prefixes)
+
     def check(self, *namespaces: str | None) -> None:
         """403 unless every namespace is in scope; None stands for "every namespace" (an unfiltered listing)."""
         if EVERYTHING in self.prefixes:
@@ -47,7 +50,7 @@ class Access:
         for namespace in namespaces:
             if namespace is None:
                 raise Forbidden(f"this API key is scoped to {list(self.prefixes)}; name a namespace")
-            if not any(in_prefix(namespace, prefix) for prefix in self.prefixes):
+            if not self.allows(namespace):
                 raise Forbidden(f"namespace {namespace!r} is outside this API key's scope {list(self.prefixes)}")
 
 

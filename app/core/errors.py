@@ -212,7 +212,22 @@ def _unavailable_detail(error: DBAPIError) -> str | None:
     return None
 
 
+# PostgreSQL rolled the whole transaction back because a concurrent one won (deadlock victim,
+# serialization failure): running the request again is safe, and app.core.retry does so.
+CONFLICT_SQLSTATES = frozenset({"40P01", "40001"})
+LOST_TO_CONFLICT = "hindsight.lost_to_conflict"
+
+
+def lost_to_conflict(error: DBAPIError) -> bool:
+    cause = error.orig.__cause__ if error.orig is not None else None
+    return getattr(cause, "sqlstate", None) in CONFLICT_SQLSTATES
+
+
 async def _database_error_handler(request: Request, error: DBAPIError) -> JSONResponse:
+    if lost_to_conflict(error):
+        logger.warning("transaction lost to a concurrent one: %s", type(error.orig.__cause__).__name__)
+        request.scope[LOST_TO_CONFLICT] = True
+        return await _app_error_handler(request, Unavailable("a concurrent request conflicted with this one; retry shortly"))
     detail = _unavailable_detail(error)
     if detail is None:
         return await _unexpected_error_handler(request, error)

@@ -144,6 +144,10 @@ async def write_batch(
         except _ItemRejected as rejected:
             results[index] = BatchItemResult(index=index, status=rejected.problem["status"], error=rejected.problem)
     embeddings = await context.embedder.embed_passages([request.content for request in parsed.values()])
+    # Every namespace the batch writes is locked now, in one order for every writer: taken item
+    # by item, two batches crossing two namespaces in opposite orders deadlocked.
+    for namespace in sorted({request.namespace for request in parsed.values() if access.allows(request.namespace)}):
+        await repository.lock_namespace(session, namespace)
     for (index, request), embedding in zip(parsed.items(), embeddings, strict=True):
         # Each item in its own savepoint: a refused item rolls back alone and is reported.
         try:
