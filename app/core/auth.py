@@ -51,7 +51,8 @@ class Access:
             if namespace is None:
                 raise Forbidden(f"this API key is scoped to {list(self.prefixes)}; name a namespace")
             if not self.allows(namespace):
-                raise Forbidden(f"namespace {namespace!r} is outside this API key's scope {list(self.prefixes)}")
+                # Never name the namespace: for an id the caller looked up, it is another tenant's.
+                raise Forbidden(f"this API key may not touch that namespace (its scope is {list(self.prefixes)})")
 
 
 OPEN = Access(prefixes=(EVERYTHING,))

@@ -9,7 +9,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", env_file=".env", extra="ignore")
+    # hide_input_in_errors: a refused setting is never echoed, as API keys are secrets.
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", env_file=".env", extra="ignore", hide_input_in_errors=True)
 
     # Database. With a URL set, that server is used and nothing else: an unreachable
     # server is a start-up failure, never a silent switch to the embedded one.
@@ -163,6 +164,19 @@ class Settings(BaseSettings):
 
     def default_ttl(self, memory_type: str) -> int | None:
         return getattr(self, f"default_ttl_{memory_type}_seconds")
+
+    @field_validator("api_keys")
+    @classmethod
+    def _keys_grant_something(cls, keys: dict[str, list[str]]) -> dict[str, list[str]]:
+        # Keys are secrets: the message names the problem, never the key.
+        if any(not key.strip() for key in keys):
+            raise ValueError("an API key is empty")
+        if any(not prefixes or any(not prefix.strip() for prefix in prefixes) for prefixes in keys.values()):
+            raise ValueError(
+                'an API key has no namespace prefix or an empty one, which would grant nothing; '
+                'give it prefixes such as "user:u1" or "shared:", or "*" for an admin key (every namespace)'
+            )
+        return keys
 
     @field_validator("database_url")
     @classmethod

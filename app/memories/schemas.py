@@ -17,7 +17,8 @@ MemoryStatus = Literal["active", "superseded", "uncertain", "archived", "deleted
 
 NAMESPACE_PATTERN = r"^[A-Za-z0-9_.\-]+(:[A-Za-z0-9_.\-]+)*$"
 # After "<namespace>:", one or more segments such as "phone" or "diet:breakfast"; CJK allowed.
-_KEY_REST = re.compile(r"^[\w.\-]+(:[\w.\-]+)*$")
+# Matched whole (fullmatch): `$` would also match before a trailing newline.
+_KEY_REST = re.compile(r"[\w.\-]+(:[\w.\-]+)*")
 
 Namespace = Annotated[
     str,
@@ -78,7 +79,7 @@ class MemoryWrite(RequestBody):
         if key is None or namespace is None:  # a bad namespace is reported on its own
             return key
         prefix = f"{namespace}:"
-        if not key.startswith(prefix) or not _KEY_REST.match(key[len(prefix) :]):
+        if not key.startswith(prefix) or not _KEY_REST.fullmatch(key[len(prefix) :]):
             raise ValueError(f"key must look like '{namespace}:<subject>:<attribute>' (its namespace must be the memory's)")
         return key
 

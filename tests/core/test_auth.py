@@ -1,6 +1,10 @@
 """API keys scoped to namespace prefixes: 401 without a key, 403 outside its prefixes."""
 
+import json
 import logging
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 
@@ -103,6 +107,7 @@ async def test_a_key_for_one_user_cannot_read_another(keyed, scope, caplog):
     for response in refused:
         assert response.status_code == 403, response.request.url
         assert response.json()["type"] == "/problems/forbidden"
+        assert scope["u2"] not in response.text  # another tenant's namespace is never named
 
     assert (await keyed.get(f"/v1/memories/{theirs['id']}", headers=bearer("key-u2"))).json()["memory"]["status"] == "active"
     found = await keyed.post("/v1/memories/search", json={"namespace": scope["u1"], "query": "hiking"}, headers=u1)
@@ -132,3 +137,14 @@ def test_an_open_service_says_so(caplog):
     assert not caplog.records
     warn_if_open({})
     assert "no API keys configured" in caplog.text
+
+
+@pytest.mark.parametrize("prefixes", [[""], [], ["user:u1", " "]], ids=["empty-prefix", "no-prefix", "blank-prefix"])
+def test_a_key_that_would_grant_nothing_stops_the_start_up(prefixes):
+    env = {**os.environ, "HINDSIGHT_API_KEYS": json.dumps({"sekrit-key-value": prefixes})}
+    started = subprocess.run(
+        [sys.executable, "-c", "import app.core.settings"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert started.returncode != 0
+    assert '"*" for an admin key' in started.stderr
+    assert "sekrit-key-value" not in started.stderr  # the refusal never echoes a key

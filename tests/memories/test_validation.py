@@ -42,6 +42,7 @@ BAD_WRITES = [
     pytest.param({"key": "user:u1"}, "key", id="key-without-attribute"),
     pytest.param({"key": "user:u2:phone"}, "key", id="key-in-another-namespace"),
     pytest.param({"key": "user:u1:has space"}, "key", id="key-bad-characters"),
+    pytest.param({"key": "user:u1:x\n"}, "key", id="key-with-trailing-newline"),
     pytest.param({"memory_type": "feeling"}, "memory_type", id="unknown-memory-type"),
     pytest.param({"confidence": 1.5}, "confidence", id="confidence-above-1"),
     pytest.param({"confidence": -0.1}, "confidence", id="confidence-below-0"),
