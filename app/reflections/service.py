@@ -2,7 +2,7 @@
 merge or contradict lessons, recall them, and adjust confidence by feedback and decay."""
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from uuid import UUID
@@ -16,6 +16,7 @@ from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
 from app.memories import repository as memories
 from app.memories.records import content_hash
+from app.memories.sensitive import find_sensitive, refuse_sensitive, refuse_sensitive_off_loop
 from app.models import Memory, Reflection, TaskEvent, TaskReview
 from app.recall.scoring import recency
 from app.reflections import repository
@@ -118,6 +119,8 @@ async def record_events(
     session: AsyncSession, *, request: EventsRequest, settings: Settings, embedder: EmbeddingProvider, reviewer: Reviewer
 ) -> EventsResponse:
     """Store the events; when the task ends and a review trigger holds, review it into lessons."""
+    # Every field is returned by GET /v1/events and may reach a lesson: all of it is guarded.
+    await refuse_sensitive_off_loop(request, what="the events")
     await memories.lock_namespace(session, f"task:{request.namespace}:{request.task_id}")
     next_seq, ended = await repository.task_state(session, namespace=request.namespace, task_id=request.task_id)
     if ended:
@@ -141,7 +144,8 @@ async def record_events(
         occurred_at=rows[-1].at,
         source_task_id=task.task_id,
     )
-    lessons = await _learn_all(session, distinct(review.items), origin=origin, settings=settings, embedder=embedder)
+    drafts = [safe for draft in distinct(review.items) if (safe := _without_secrets(draft)) is not None]
+    lessons = await _learn_all(session, drafts, origin=origin, settings=settings, embedder=embedder)
     await repository.add_review(
         session,
         TaskReview(
@@ -178,6 +182,19 @@ async def replay(session: AsyncSession, *, namespace: str, task_id: str) -> Task
 
 
 # ---------------------------------------------------------------- lessons
+
+_WITHHELD = "(withheld: it held sensitive data)"
+
+
+def _without_secrets(draft: Draft) -> Draft | None:
+    """A reviewer's lesson as it may be stored: its situation, action and outcome copy tool
+    arguments and error texts (and an LLM may write anything), so a part holding sensitive data
+    is withheld; a lesson whose own text holds some is dropped."""
+    if find_sensitive(draft.lesson):
+        return None
+    parts = {name: _WITHHELD for name in ("situation", "action", "outcome") if find_sensitive(getattr(draft, name))}
+    return replace(draft, **parts) if parts else draft
+
 
 
 def _new_lesson(draft: Draft, *, origin: Origin, embedding: np.ndarray, model: str) -> Reflection:
@@ -285,6 +302,7 @@ async def write_lesson(
     session: AsyncSession, *, request: LessonWrite, settings: Settings, embedder: EmbeddingProvider
 ) -> tuple[Reflection, bool]:
     """Store a lesson written by hand or by the agent; (lesson, merged into an existing one)."""
+    refuse_sensitive(request, what="the lesson")
     draft = Draft(**request.model_dump(include=set(Draft.__dataclass_fields__)))
     origin = Origin(
         namespace=request.namespace,

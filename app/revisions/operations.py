@@ -47,7 +47,7 @@ async def revise(
     access: Access,
 ) -> tuple[Memory, RevisionLog]:
     """Replace a memory's content in place; refused (409) unless the caller saw its latest version."""
-    refuse_sensitive(content)
+    refuse_sensitive({"content": content, "reason": reason})  # the reason is shown in /debug/revisions
     memory = await memories.get(session, memory_id)
     if memory is None:
         raise NotFound(f"no memory with id {memory_id}")

@@ -164,8 +164,15 @@ def _usable_merge(merged: str | None, settings: Settings) -> str | None:
 async def _apply_refine(
     session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime, context: Context
 ) -> None:
-    """One merged memory replaces both."""
-    content = _usable_merge(revision.merged_content, context.settings) or merge(old.content, new.content)
+    """One merged memory replaces both; when no merged text could be stored (too long, or holding
+    sensitive data), both stay, linked as coexisting."""
+    settings = context.settings
+    content = _usable_merge(revision.merged_content, settings) or _usable_merge(merge(old.content, new.content), settings)
+    if content is None:
+        await repository.link(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
+        revision.decision = "COEXIST"
+        revision.note = "; ".join(filter(None, [revision.note, "no merged text could be stored, so both stay"]))
+        return
     embedding = (await context.embedder.embed_passages([content]))[0]
     merged = records.new_memory(
         namespace=new.namespace,
@@ -324,7 +331,8 @@ async def judge_and_apply(
             decision=judgement.decision,
             reason=judgement.reason,
             confidence=judgement.confidence,
-            merged_content=judgement.merged_content,
+            # Shown in /debug/revisions and applied later: kept only if a write of it would be.
+            merged_content=_usable_merge(judgement.merged_content, context.settings),
             judge=ruling.decided_by,
             llm_prompt=ruling.prompt,
             llm_response=ruling.response,
