@@ -12,8 +12,8 @@ What it finds, and how each finding is confirmed so ordinary text passes:
 - bank card numbers: Luhn (python-stdnum), an issuer's first digit, card-like grouping, and no
   closer label saying it is an order, invoice or tracking number;
 - Chinese resident ids: python-stdnum's check digit, birth date and region.
-The vocabulary is data (sensitive_lexicon.json). Every pattern here runs in linear time on any
-input: no nested quantifiers, bounded look-arounds.
+The vocabulary is data (sensitive_lexicon.json). No pattern nests quantifiers, repeats are
+bounded, and a long text is read in pieces, so the work per call is bounded whatever the input.
 """
 
 import asyncio
@@ -202,6 +202,8 @@ _MAX_CANDIDATES = 1_000
 def _label_starts(text: str) -> list[tuple[int, frozenset[str]]]:
     """(position, label families) for the places a label may start, in order; at most
     _MAX_CANDIDATES of them (a text made of label words is judged by its first ones)."""
+    if len(text) < 3:
+        return []
     starts: dict[int, frozenset[str]] = {}
     lowered = text.lower()
     if len(lowered) == len(text):  # lowercasing kept every position (it nearly always does)
@@ -368,9 +370,9 @@ def _find(text: str) -> str | None:
         if _has_bank_card(text):
             return "bank_card"
     starts = _label_starts(text)
-    if _has_password(text, starts):
+    if (starts or "://" in text) and _has_password(text, starts):
         return "password"
-    if _has_labelled_key(text, starts) or _has_token(text):
+    if (starts and _has_labelled_key(text, starts)) or _has_token(text):
         return "api_key"
     return None
 
