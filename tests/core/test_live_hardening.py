@@ -186,7 +186,9 @@ def test_hostile_input_schemas_get_an_answer_in_bounded_time(live, listener, tmp
     secret = Path(tmp_path_factory.mktemp("refs")) / "schema.json"
     secret.write_text('{"title": "LEAKED-FROM-FILE"}')
 
-    @hypothesis_settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @hypothesis_settings(
+        max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(schema=_schemas(listener.port, secret.as_uri()), args=ARGS)
     def posted(schema: Any, args: Any) -> None:
         response, seconds = _post(live.base_url, _event(schema, args))
