@@ -20,6 +20,7 @@ from app.core.logging import RequestIdMiddleware
 from app.core.metrics import RequestMetricsMiddleware, count_search
 from app.core.settings import Settings
 from app.core.settings import settings as default_settings
+from app.core.unread_input import refuse_unread_input
 from app.embeddings.provider import EmbeddingProvider, build_provider
 from app.maintenance.router import router as maintenance_router
 from app.memories.router import router as memories_router
@@ -73,6 +74,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         summary="Long-term memory for LLM agents that corrects itself after the fact.",
         version="0.1.0",
         lifespan=lifespan,
+        dependencies=[Depends(refuse_unread_input)],
     )
     # The cache learns of writes from this process's commits only; in async mode the worker
     # process revises memories behind its back, so the cache stays off there.
