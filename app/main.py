@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from fastapi_offline import FastAPIOffline
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.auth import AUTHENTICATED_PROBLEMS, get_access, warn_if_open
@@ -69,7 +70,8 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         finally:
             await engine.dispose()
 
-    app = FastAPI(
+    # /docs and /redoc with Swagger UI and ReDoc served from the installed package, not a CDN.
+    app = FastAPIOffline(
         title="hindsight",
         summary="Long-term memory for LLM agents that corrects itself after the fact.",
         version="0.1.0",
