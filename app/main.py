@@ -77,6 +77,9 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
         dependencies=[Depends(refuse_unread_input)],
+        # operationIds are the endpoints' names (write_memory, search_memories): what generated
+        # clients call their functions.
+        generate_unique_id_function=lambda route: route.name,
     )
     # The cache learns of writes from this process's commits only; in async mode the worker
     # process revises memories behind its back, so the cache stays off there.
