@@ -8,6 +8,7 @@ from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app import __version__
 from app.core.auth import AUTHENTICATED_PROBLEMS, get_access, warn_if_open
 from app.core.database import (
     check_reachable,
@@ -74,7 +75,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     app = FastAPIOffline(
         title="hindsight",
         summary="Long-term memory for LLM agents that corrects itself after the fact.",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
         dependencies=[Depends(refuse_unread_input)],
         # operationIds are the endpoints' names (write_memory, search_memories): what generated
