@@ -88,6 +88,8 @@ def events(answer: dict[str, Any]) -> str:
 def lessons(answer: dict[str, Any]) -> str:
     lines = [f"Do: {lesson['lesson']} ({lesson['scope']}, id={lesson['id']})" for lesson in answer["recommendations"]]
     lines += [f"Avoid: {lesson['lesson']} ({lesson['scope']}, id={lesson['id']})" for lesson in answer["warnings"]]
+    if answer.get("observing"):
+        lines.append(f"({_count(answer['observing'], 'lesson', 'lessons')} held back as observing until seen again.)")
     return "\n".join(lines) or "No lessons for this."
 
 

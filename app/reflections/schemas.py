@@ -219,6 +219,10 @@ class LessonHit(LessonOut):
 class LessonSearchResponse(BaseModel):
     recommendations: list[LessonHit] = Field(description="Verified (and tentative) lessons: what to do.")
     warnings: list[LessonHit] = Field(description="Falsified lessons: what failed before.")
+    observing: int = Field(
+        default=0,
+        description="Lessons matching the filters held back as `observing`: recalled once seen again or confident enough.",
+    )
 
 
 class LessonFeedback(RequestBody):

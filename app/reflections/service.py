@@ -21,7 +21,7 @@ from app.recall.scoring import recency
 from app.reflections import repository
 from app.reflections.lessons import admitted, after_feedback, opposite, seen_again_confidence, stronger_path
 from app.reflections.report import markdown
-from app.reflections.reviewers import Draft, Reviewer, distinct
+from app.reflections.reviewers import Draft, Reviewer, distinct, nothing_learned
 from app.reflections.schemas import (
     DecayReport,
     EventsRequest,
@@ -142,6 +142,7 @@ async def record_events(
         source_task_id=task.task_id,
     )
     lessons = await _learn_all(session, distinct(review.items), origin=origin, settings=settings, embedder=embedder)
+    note = review.note if lessons else nothing_learned(task, review)
     await repository.add_review(
         session,
         TaskReview(
@@ -152,13 +153,13 @@ async def record_events(
             lesson_ids=[str(lesson.id) for lesson, _ in lessons],
             llm_prompt=review.prompt,
             llm_response=review.response,
-            note=review.note,
+            note=note,
         ),
     )
     return EventsResponse(
         accepted=accepted,
         lessons=[LessonOut.of(lesson) for lesson, _ in lessons],
-        review=ReviewOut(triggers=reasons, reviewer=review.decided_by, note=review.note),
+        review=ReviewOut(triggers=reasons, reviewer=review.decided_by, note=note),
     )
 
 
@@ -345,9 +346,13 @@ async def search(
         penalty_after=settings.lesson_penalty_after_hits,
         penalty_step=settings.lesson_penalty_step,
     )
+    observing = await repository.count_observing(
+        session, namespace=request.namespace, scopes=request.all_scopes, agent_role=request.agent_role, domain=request.domain
+    )
     return LessonSearchResponse(
         recommendations=[hit for hit in hits if hit.path_type != "falsified"],
         warnings=[hit for hit in hits if hit.path_type == "falsified"],
+        observing=observing,
     )
 
 
