@@ -88,7 +88,10 @@ class SearchHit(BaseModel):
 class RouteCandidate(BaseModel):
     memory_id: UUID
     rank: int
-    raw_score: float
+    raw_score: float = Field(
+        description="The route's own measure: key 1.0 for a key match, vector cosine similarity, lexical text "
+        "rank, recency the memory's age in hours."
+    )
 
 
 class Miss(BaseModel):
