@@ -24,8 +24,9 @@ run: install
 test: install
 	$(PY) -m pytest -q
 
+# The evaluation data is found at ../shared/bench; DATA=DIR points elsewhere.
 bench: install
-	$(PY) -m app.bench
+	$(PY) -m app.bench $(if $(DATA),--data $(DATA))
 
 # N clients against the real service on its own database; FAULT=1 kills PostgreSQL mid-run.
 load: install
