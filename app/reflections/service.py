@@ -245,6 +245,7 @@ async def _learn(
         session,
         **owner,
         embedding=embedding,
+        model=model,
         min_similarity=min(settings.lesson_conflict_similarity, settings.lesson_dedup_similarity),
     )
     exact = await repository.find_by_hash(session, **owner, lesson_hash=content_hash(draft.lesson))
@@ -335,6 +336,7 @@ async def search(
         agent_role=request.agent_role,
         domain=request.domain,
         embedding=await embedder.embed_query(request.query),
+        model=embedder.name,
         limit=settings.lesson_search_candidates,
     )
     scored = (_hit(lesson, similarity, at=at, settings=settings) for lesson, similarity in candidates)
