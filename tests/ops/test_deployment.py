@@ -75,3 +75,10 @@ def test_make_run_stops_the_gateway_when_the_api_stops():
     assert '$(PY) -m app.gateway --api-url "$$($(PY) -m app api-url)" &' in recipe
     assert re.search(r"trap 'kill \$\$api \$\$gateway.*' .*EXIT", recipe)
     assert recipe.rstrip().endswith("wait $$api")
+
+
+def test_api_and_worker_take_llm_settings_from_an_optional_env_file():
+    services = compose()["services"]
+    for name in ("api", "worker"):
+        assert services[name]["env_file"] == [{"path": ".env", "required": False}], name
+    assert "env_file" not in services["db"]  # the database's own settings stay in the file
