@@ -2,9 +2,10 @@
 declared output schema (the SDK's client checks it), `field: message` lines for bad arguments,
 and a server that says which version it is."""
 
+from importlib.metadata import version
+
 from mcp import Client
 
-from app import __version__
 from tests.gateway.conftest import gateway
 from tests.gateway.test_end_to_end import call
 
@@ -12,7 +13,7 @@ from tests.gateway.test_end_to_end import call
 async def test_every_tool_answers_a_line_and_content_of_its_output_schema(settings, api_url, tag):
     namespace = f"user:{tag}"
     async with gateway(settings, api_url) as mcp_url, Client(mcp_url) as client:
-        assert client.server_info.name == "hindsight" and client.server_info.version == __version__
+        assert client.server_info.name == "hindsight" and client.server_info.version == version("hindsight")
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         assert all(tool.output_schema and tool.output_schema["type"] == "object" for tool in tools.values())
         assert "exactly one of `namespace` or `namespaces`" in tools["hindsight_search"].input_schema["description"]
