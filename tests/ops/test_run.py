@@ -2,6 +2,7 @@
 calls the API started with it, every line they print is JSON, and stopping the API, by SIGTERM
 or Ctrl-C, stops the embedded PostgreSQL of the data directory too."""
 
+import contextlib
 import json
 import os
 import signal
@@ -58,6 +59,9 @@ def make_run(data_dir: Path, log: Path) -> Iterator[tuple[subprocess.Popen, str,
     try:
         wait_until(lambda: _answers(f"{api}/readyz") and _answers(f"{gateway}/healthz"), seconds=STARTUP_SECONDS, what="make run was not ready")
         yield make, api, f"{gateway}/mcp"
+    except BaseException:
+        print(f"make run's output:\n{log.read_text()[-6000:]}")  # shown with the failure
+        raise
     finally:
         if make.poll() is None:
             os.killpg(make.pid, signal.SIGTERM)
@@ -72,9 +76,11 @@ def _answers(url: str) -> bool:
 
 
 def api_process(make: subprocess.Popen) -> psutil.Process:
-    return next(
-        child for child in psutil.Process(make.pid).children(recursive=True) if child.cmdline()[1:4] == ["-m", "app", "serve"]
-    )
+    for child in psutil.Process(make.pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # a short-lived helper may be gone already
+            if child.cmdline()[1:4] == ["-m", "app", "serve"]:
+                return child
+    raise AssertionError("make run started no API process")
 
 
 @pytest.fixture(scope="module")
