@@ -14,17 +14,19 @@ $(INSTALLED): pyproject.toml constraints.txt
 
 install: $(INSTALLED)
 
+# In the foreground until Ctrl-C (or SIGTERM to the API): the gateway calls the API started here.
 run: install
-	$(PY) -m app serve & api=$$!; \
-	$(PY) -m app.gateway & gateway=$$!; \
+	@$(PY) -m app serve & api=$$!; \
+	$(PY) -m app.gateway --api-url "$$($(PY) -m app api-url)" & gateway=$$!; \
 	trap 'kill $$api $$gateway 2>/dev/null' INT TERM EXIT; \
 	wait $$api
 
 test: install
 	$(PY) -m pytest -q
 
+# The evaluation data is found at ../shared/bench; DATA=DIR points elsewhere.
 bench: install
-	$(PY) -m app.bench
+	$(PY) -m app.bench $(if $(DATA),--data $(DATA))
 
 # N clients against the real service on its own database; FAULT=1 kills PostgreSQL mid-run.
 load: install

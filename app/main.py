@@ -5,8 +5,10 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from fastapi_offline import FastAPIOffline
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app import __version__
 from app.core.auth import AUTHENTICATED_PROBLEMS, get_access, warn_if_open
 from app.core.body_limit import BodyLimitMiddleware
 from app.core.database import (
@@ -22,11 +24,12 @@ from app.core.metrics import RequestMetricsMiddleware, count_search
 from app.core.retry import RetryOnConflictMiddleware
 from app.core.settings import Settings
 from app.core.settings import settings as default_settings
+from app.core.unread_input import refuse_unread_input
 from app.embeddings.provider import EmbeddingProvider, build_provider
+from app.maintenance import dimension
 from app.maintenance.router import router as maintenance_router
 from app.memories.router import router as memories_router
 from app.memories.write_rate import WriteRate
-from app.models import EMBEDDING_DIM
 from app.ops.router import router as ops_router
 from app.recall.cache import SearchCache
 from app.recall.router import router as recall_router
@@ -77,10 +80,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         try:
             await check_reachable(engine)
             embedder = build_provider(settings)
-            if embedder.dim != EMBEDDING_DIM:
-                raise RuntimeError(
-                    f"embedding model {embedder.name} gives {embedder.dim} dims; the schema stores {EMBEDDING_DIM}"
-                )
+            await dimension.check(engine, embedder)
             attach_runtime(app, settings=settings, engine=engine, embedder=embedder)
             async with AsyncExitStack() as stack:
                 stack.push_async_callback(app.state.schema_checker.close)
@@ -90,11 +90,16 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         finally:
             await engine.dispose()
 
-    app = FastAPI(
+    # /docs and /redoc with Swagger UI and ReDoc served from the installed package, not a CDN.
+    app = FastAPIOffline(
         title="hindsight",
         summary="Long-term memory for LLM agents that corrects itself after the fact.",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
+        dependencies=[Depends(refuse_unread_input)],
+        # operationIds are the endpoints' names (write_memory, search_memories): what generated
+        # clients call their functions.
+        generate_unique_id_function=lambda route: route.name,
     )
     # The cache learns of writes from this process's commits only; in async mode the worker
     # process revises memories behind its back, so the cache stays off there.

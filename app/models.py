@@ -1,4 +1,5 @@
-"""SQLAlchemy tables, all in one place. Migrations own the schema; these mirror it."""
+"""SQLAlchemy tables, all in one place. Migrations own the schema; these mirror it, indexes
+included (their migrations say why each exists), so autogenerate proposes no change."""
 
 import uuid
 from datetime import datetime
@@ -13,6 +14,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Identity,
+    Index,
     Integer,
     MetaData,
     Text,
@@ -22,8 +24,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-
-EMBEDDING_DIM = 384
 
 MEMORY_TYPES = ("working", "episodic", "semantic")
 MEMORY_STATUSES = ("active", "superseded", "uncertain", "archived", "deleted")
@@ -63,6 +63,38 @@ class Memory(Base):
         CheckConstraint(one_of("status", MEMORY_STATUSES), name="status"),
         CheckConstraint("confidence BETWEEN 0 AND 1", name="confidence"),
         CheckConstraint("importance BETWEEN 0 AND 1", name="importance"),
+        Index("ix_memories_namespace_key", "namespace", "key", postgresql_ops={"key": "text_pattern_ops"}),
+        Index("ix_memories_namespace_created_at", "namespace", text("created_at DESC")),
+        Index("ix_memories_namespace_content_hash", "namespace", "content_hash"),
+        Index(
+            "ix_memories_embedding",
+            "embedding",
+            postgresql_using="ivfflat",
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+            postgresql_with={"lists": 1},
+        ),
+        Index("ix_memories_lexemes", "lexemes", postgresql_using="gin"),
+        Index("ix_memories_content_trgm", "content", postgresql_using="gin", postgresql_ops={"content": "gin_trgm_ops"}),
+        Index(
+            "ix_memories_key_terms",
+            text("hindsight_key_terms(namespace, key)"),
+            postgresql_using="gin",
+            postgresql_where=text("key IS NOT NULL"),
+        ),
+        Index(
+            "ix_memories_session_order",
+            "namespace",
+            "session_id",
+            "created_at",
+            postgresql_where=text("session_id IS NOT NULL"),
+        ),
+        Index(
+            "ix_memories_namespace_speaker",
+            "namespace",
+            text("(source ->> 'speaker')"),
+            postgresql_where=text("(source ->> 'speaker') IS NOT NULL"),
+        ),
+        Index("ix_memories_embedding_model", "embedding_model"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()"))
@@ -74,10 +106,12 @@ class Memory(Base):
     query_hint: Mapped[str | None] = mapped_column(Text)
     memory_type: Mapped[str] = mapped_column(Text, nullable=False, server_default="semantic")
     # Deferred: similarity is computed in SQL, so Python rarely needs the vector or the lexemes.
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM), deferred=True)
+    # No dimension here: it is the deployment's (HINDSIGHT_EMBEDDING_DIM), given to the column at
+    # migration time (app/maintenance/dimension.py).
+    embedding: Mapped[Any] = mapped_column(Vector(), nullable=True, deferred=True)
     embedding_model: Mapped[str | None] = mapped_column(Text)
     embedding_dim: Mapped[int | None] = mapped_column(Integer)
-    lexemes: Mapped[Any] = mapped_column(TSVECTOR, deferred=True)
+    lexemes: Mapped[Any] = mapped_column(TSVECTOR, nullable=True, deferred=True)
     confidence: Mapped[float] = mapped_column(Float, nullable=False, server_default="1.0")
     importance: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.5")
     status: Mapped[str] = mapped_column(Text, nullable=False, server_default="active")
@@ -103,6 +137,11 @@ class MemoryVersion(Base):
     """One row per change of a memory; `snapshot` holds every mutable field, so rollback is exact."""
 
     __tablename__ = "memory_versions"
+    __table_args__ = (
+        UniqueConstraint("memory_id", "version", name="uq_memory_versions_memory_id_version"),
+        Index("ix_memory_versions_memory_id_created_at", "memory_id", "created_at"),
+        Index("ix_memory_versions_changed_by", "changed_by"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False)
@@ -119,6 +158,7 @@ class MemoryRelation(Base):
     __table_args__ = (
         CheckConstraint(one_of("type", RELATION_TYPES), name="type"),
         UniqueConstraint("from_memory_id", "to_memory_id", "type", name="uq_memory_relations_edge"),
+        Index("ix_memory_relations_to_memory_id", "to_memory_id"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
@@ -135,6 +175,9 @@ class RevisionLog(Base):
         CheckConstraint(one_of("trigger", REVISION_TRIGGERS), name="trigger"),
         CheckConstraint(one_of("decision", REVISION_DECISIONS), name="decision"),
         CheckConstraint(one_of("status", REVISION_STATUSES), name="status"),
+        Index("ix_revision_log_namespace_created_at", "namespace", text("created_at DESC")),
+        Index("ix_revision_log_status", "status"),
+        Index("ix_revision_log_new_memory_id", "new_memory_id"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()"))
@@ -165,6 +208,9 @@ class Reflection(Base):
         CheckConstraint(one_of("path_type", LESSON_PATH_TYPES), name="path_type"),
         CheckConstraint(one_of("status", LESSON_STATUSES), name="status"),
         CheckConstraint("confidence BETWEEN 0 AND 1", name="confidence"),
+        Index("ix_reflections_namespace_scope", "namespace", "scope"),
+        Index("ix_reflections_namespace_lesson_hash", "namespace", "scope", "lesson_hash"),
+        Index("ix_reflections_namespace_status", "namespace", "status"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()"))
@@ -186,7 +232,7 @@ class Reflection(Base):
     hit_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     useful_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     hit_penalty: Mapped[float] = mapped_column(Float, nullable=False, server_default="0")
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM))
+    embedding: Mapped[Any] = mapped_column(Vector(), nullable=True)  # dimension as on memories
     embedding_model: Mapped[str | None] = mapped_column(Text)
     source_task_id: Mapped[str | None] = mapped_column(Text)
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb"))

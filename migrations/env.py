@@ -18,8 +18,13 @@ if config.config_file_name is not None and not config.attributes.get("skip_loggi
 target_metadata = Base.metadata
 
 
+def include_name(name: str | None, type_: str, _parents: dict[str, str | None]) -> bool:
+    """Autogenerate compares our tables only: procrastinate's (migration 0005) belong to the queue library."""
+    return not (type_ == "table" and name is not None and name.startswith("procrastinate_"))
+
+
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata)
+    context.configure(connection=connection, target_metadata=target_metadata, include_name=include_name)
     with context.begin_transaction():
         context.run_migrations()
 

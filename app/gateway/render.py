@@ -1,8 +1,11 @@
 """Compact text forms of API answers, for the LLM reading a tool result (structured content
-carries the full answer)."""
+carries the full answer): a line it reads at a glance, ids in full so it can use them."""
 
-import json
 from typing import Any
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
 
 
 def _memory(memory: dict[str, Any]) -> str:
@@ -26,7 +29,7 @@ def search(answer: dict[str, Any]) -> str:
     hits = answer["hits"]
     if not hits:
         return "No memories found."
-    lines = [f"{len(hits)} memories, best first:"]
+    lines = [f"{_count(len(hits), 'memory', 'memories')}, best first:"]
     for hit in hits:
         line = f"- {_memory(hit['memory'])} score={hit['score']:.2f}"
         if hit.get("superseded_by"):
@@ -43,11 +46,69 @@ def detail(answer: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def revised(answer: dict[str, Any]) -> str:
+    revision = answer["revision"]
+    return f"Revised: {_memory(answer['memory'])}; revision {revision['id']} ({revision['status']})."
+
+
+def reviewed(answer: dict[str, Any]) -> str:
+    revisions = answer["revisions"]
+    if not revisions:
+        return f"Checked {_count(answer['checked'], 'memory', 'memories')}: no contradictions found."
+    found = "; ".join(
+        f"{revision['decision']} {revision['new_memory_id']} vs {revision['old_memory_id']} ({revision['status']})"
+        for revision in revisions
+    )
+    checked = _count(answer["checked"], "memory", "memories")
+    return f"Checked {checked}, {_count(len(revisions), 'revision', 'revisions')}: {found}."
+
+
+def memory_feedback(answer: dict[str, Any]) -> str:
+    memory = answer["memory"]
+    return f"Feedback noted: memory {memory['id']} now has confidence {memory['confidence']:.2f}."
+
+
+def forgotten(answer: dict[str, Any]) -> str:
+    return f"Forgot memory {answer['memory_id']}: search no longer returns it; its history is kept."
+
+
+def events(answer: dict[str, Any]) -> str:
+    recorded = f"Recorded {_count(answer['accepted'], 'event', 'events')}."
+    review = answer.get("review")
+    if review is None:
+        return recorded
+    why = ", ".join(review["triggers"])
+    lessons = answer["lessons"]
+    if not lessons:
+        return f"{recorded} Reviewed ({why}): no lesson. {review.get('note') or ''}".rstrip()
+    taught = "; ".join(f"{lesson['lesson']} [{lesson['status']}, id={lesson['id']}]" for lesson in lessons)
+    return f"{recorded} Reviewed ({why}): {_count(len(lessons), 'lesson', 'lessons')}: {taught}"
+
+
 def lessons(answer: dict[str, Any]) -> str:
-    lines = [f"Do: {lesson['lesson']} ({lesson['scope']})" for lesson in answer["recommendations"]]
-    lines += [f"Avoid: {lesson['lesson']} ({lesson['scope']})" for lesson in answer["warnings"]]
+    lines = [f"Do: {lesson['lesson']} ({lesson['scope']}, id={lesson['id']})" for lesson in answer["recommendations"]]
+    lines += [f"Avoid: {lesson['lesson']} ({lesson['scope']}, id={lesson['id']})" for lesson in answer["warnings"]]
+    if answer.get("observing"):
+        lines.append(f"({_count(answer['observing'], 'lesson', 'lessons')} held back as observing until seen again.)")
     return "\n".join(lines) or "No lessons for this."
 
 
-def compact(answer: dict[str, Any]) -> str:
-    return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+def lesson_feedback(answer: dict[str, Any]) -> str:
+    lesson = answer["lesson"]
+    return f"Feedback noted: lesson {lesson['id']} now has confidence {lesson['confidence']:.2f} ({lesson['status']})."
+
+
+def field_errors(errors: list[dict[str, Any]]) -> str:
+    """`field: message`, one line per error, for arguments or a request the API refused."""
+    lines = []
+    for error in errors:
+        where = [str(part) for part in error.get("loc", ()) if part != "body"]
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        lines.append(f"{'.'.join(where) or 'arguments'}: {message}")
+    return "\n".join(lines)
+
+
+def problem(problem: dict[str, Any]) -> str:
+    if problem.get("errors"):
+        return field_errors(problem["errors"])
+    return f"{problem.get('title', 'Error')}: {problem.get('detail', '')}"

@@ -5,6 +5,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app import __version__
 from app.core.metrics import GATEWAY_REGISTRY
 from app.core.settings import Settings
 from app.gateway.api import Api
@@ -19,7 +20,9 @@ INSTRUCTIONS = (
 
 def build_server(settings: Settings, api: Api) -> MCPServer:
     tools = [build_tool(spec, api, default_key=settings.gateway_api_key) for spec in SPECS]
-    server = MCPServer("hindsight", instructions=INSTRUCTIONS, tools=tools, log_level=settings.log_level.upper())
+    server = MCPServer(
+        "hindsight", version=__version__, instructions=INSTRUCTIONS, tools=tools, log_level=settings.log_level.upper()
+    )
 
     @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)
     async def healthz(_: Request) -> JSONResponse:

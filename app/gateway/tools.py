@@ -1,26 +1,38 @@
 """The hindsight tools: one per REST call, each taking the REST request model's fields (one
-definition of the input, not two) plus the agent's `session_id`."""
+definition of the input, not two) plus the agent's `session_id`, and answering a short text for
+the LLM with the API's JSON as structured content, described by the tool's output schema (the
+REST response model's)."""
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, SecretStr, create_model
+from pydantic import BaseModel, Field, SecretStr, TypeAdapter, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
+from app.core.errors import Unprocessable, problem_of, validation_errors
 from app.core.metrics import GATEWAY_DEGRADED
 from app.gateway import render
 from app.gateway.api import Api, ApiProblem, ApiUnavailable, Call
 from app.gateway.arguments import ToolArguments, published_schema
-from app.memories.schemas import MemoryWrite
-from app.recall.schemas import SearchRequest
-from app.reflections.schemas import EventsRequest, LessonFeedback, LessonSearch, MemoryFeedback
-from app.revisions.schemas import ReviewRequest, ReviseRequest
+from app.memories.schemas import MemoryDetail, MemoryWrite, WriteResponse
+from app.recall.schemas import SearchRequest, SearchResponse
+from app.reflections.schemas import (
+    EventsRequest,
+    EventsResponse,
+    LessonFeedback,
+    LessonResponse,
+    LessonSearch,
+    LessonSearchResponse,
+    MemoryFeedback,
+    MemoryFeedbackResponse,
+)
+from app.revisions.schemas import ReviewRequest, ReviewResponse, ReviseRequest, ReviseResponse
 
 SessionId = Annotated[
     str,
@@ -35,16 +47,32 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
 
+class Forgotten(BaseModel):
+    """What forgetting answers (the API itself answers 204, without a body)."""
+
+    memory_id: UUID
+    forgotten: Literal[True]
+
+
+class Degraded(BaseModel):
+    """Any tool's answer when the API did not answer in time: carry on without memory."""
+
+    degraded: Literal[True]
+    hits: list[Any] = Field(max_length=0)
+    detail: str
+
+
 @dataclass(frozen=True)
 class Spec:
     name: str
     description: str
     method: str
     path: str
-    body: type[BaseModel] | None = None
+    body: type[BaseModel] | None
+    response: type[BaseModel]
+    render: Callable[[dict[str, Any]], str]
     # Tools addressing one memory or lesson take its id (a key of ADDRESSED), which goes into the path.
     addressed_by: str | None = None
-    render: Callable[[dict[str, Any]], str] = render.compact
     annotations: ToolAnnotations = field(default_factory=lambda: WRITES)
 
 
@@ -54,60 +82,65 @@ SPECS = (
         "Remember something for later sessions: a fact, preference, decision or event worth keeping. "
         "Give a `key` like `user:u1:diet` for a fact that can change, so a newer value replaces the older. "
         "hindsight notices when the new memory corrects an older one and supersedes it.",
-        "POST", "/v1/memories", MemoryWrite, render=render.write,
+        "POST", "/v1/memories", MemoryWrite, WriteResponse, render.write,
     ),
     Spec(
         "hindsight_search",
         "Recall what is known before answering or acting: memories relevant to `query` in the namespace(s), "
-        "best first, current facts only unless `statuses` asks for superseded ones too.",
-        "POST", "/v1/memories/search", SearchRequest, render=render.search, annotations=READ_ONLY,
+        "best first, current facts only unless `statuses` asks for superseded ones too. Give exactly one of "
+        "`namespace` or `namespaces`.",
+        "POST", "/v1/memories/search", SearchRequest, SearchResponse, render.search, annotations=READ_ONLY,
     ),
     Spec(
         "hindsight_get",
         "Read one memory in full: its versions, what it replaced and what replaced it.",
-        "GET", "/v1/memories/{memory_id}", addressed_by="memory_id", render=render.detail, annotations=READ_ONLY,
+        "GET", "/v1/memories/{memory_id}", None, MemoryDetail, render.detail, addressed_by="memory_id",
+        annotations=READ_ONLY,
     ),
     Spec(
         "hindsight_revise",
         "Correct a memory you know is wrong or outdated. Pass the version you read as `expected_version`; "
         "if someone changed it since, the call fails and you should read it again.",
-        "POST", "/v1/memories/{memory_id}/revise", ReviseRequest, addressed_by="memory_id",
+        "POST", "/v1/memories/{memory_id}/revise", ReviseRequest, ReviseResponse, render.revised,
+        addressed_by="memory_id",
     ),
     Spec(
         "hindsight_review",
         "Check a namespace's recent memories for contradictions with older ones and resolve them, e.g. at "
         "the end of a task or after many writes.",
-        "POST", "/v1/review", ReviewRequest,
+        "POST", "/v1/review", ReviewRequest, ReviewResponse, render.reviewed,
     ),
     Spec(
         "hindsight_feedback",
         "Say whether a recalled memory helped. Useful memories rank higher in later searches, unhelpful ones lower.",
-        "POST", "/v1/memories/{memory_id}/feedback", MemoryFeedback, addressed_by="memory_id",
+        "POST", "/v1/memories/{memory_id}/feedback", MemoryFeedback, MemoryFeedbackResponse, render.memory_feedback,
+        addressed_by="memory_id",
     ),
     Spec(
         "hindsight_forget",
         "Forget a memory that is wrong or must no longer be used (for instance when the user asks). "
         "It leaves search; its history is kept.",
-        "DELETE", "/v1/memories/{memory_id}", addressed_by="memory_id",
+        "DELETE", "/v1/memories/{memory_id}", None, Forgotten, render.forgotten, addressed_by="memory_id",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
     ),
     Spec(
         "hindsight_record_events",
         "Report what happened in a task (tool calls with their arguments and results, plan steps, "
         "observations, user feedback); send `task_end` when the task finishes so failures become lessons.",
-        "POST", "/v1/events", EventsRequest,
+        "POST", "/v1/events", EventsRequest, EventsResponse, render.events,
     ),
     Spec(
         "hindsight_lessons",
         "Before a tool call or task, ask what past tasks taught: recommendations to follow and warnings "
         "about what failed before.",
-        "POST", "/v1/reflections/search", LessonSearch, render=render.lessons, annotations=READ_ONLY,
+        "POST", "/v1/reflections/search", LessonSearch, LessonSearchResponse, render.lessons, annotations=READ_ONLY,
     ),
     Spec(
         "hindsight_lesson_feedback",
         "Say whether a lesson from hindsight_lessons helped. Useful lessons gain confidence, unhelpful ones "
         "lose it and stop being recalled.",
-        "POST", "/v1/reflections/{lesson_id}/feedback", LessonFeedback, addressed_by="lesson_id",
+        "POST", "/v1/reflections/{lesson_id}/feedback", LessonFeedback, LessonResponse, render.lesson_feedback,
+        addressed_by="lesson_id",
     ),
 )
 
@@ -118,7 +151,27 @@ def arguments_model(spec: Spec) -> type[ArgModelBase]:
         extra[spec.addressed_by] = (ADDRESSED[spec.addressed_by], ...)
     bases = (spec.body, ToolArguments) if spec.body else (ToolArguments,)
     title = "".join(part.title() for part in spec.name.split("_")) + "Arguments"
-    return create_model(title, __base__=bases, **extra)
+    # The request's own description (a rule across fields, such as search's one-of) stays in the schema.
+    return create_model(title, __base__=bases, __doc__=spec.body.__doc__ if spec.body else None, **extra)
+
+
+def output_schema(spec: Spec) -> dict[str, Any]:
+    """The structured content a call answers: the REST response, or the degraded answer."""
+    return {"type": "object", **TypeAdapter(spec.response | Degraded).json_schema(mode="serialization")}
+
+
+class HindsightTool(Tool):
+    """Arguments that do not fit answer `field: message` lines an LLM can act on, with the
+    problem as structured content, instead of the SDK's dump of pydantic's error."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as invalid:
+            errors = validation_errors(invalid.errors())
+            text = render.field_errors(errors)
+            return _result(problem_of(Unprocessable(text.splitlines()[0], errors=errors)), text, is_error=True)
+        return await super().run(arguments, context, convert_result)
 
 
 def _result(structured: dict[str, Any], text: str, *, is_error: bool = False) -> CallToolResult:
@@ -144,19 +197,19 @@ def build_tool(spec: Spec, api: Api, *, default_key: SecretStr | None) -> Tool:
             # Only forgetting answers 204, with no body to show.
             answer = await api.send(call) or {**to_jsonable_python(path_ids), "forgotten": True}
         except ApiProblem as problem:
-            return _result(problem.problem, str(problem), is_error=True)
+            return _result(problem.problem, render.problem(problem.problem), is_error=True)
         except ApiUnavailable as unavailable:
             GATEWAY_DEGRADED.labels(tool=spec.name).inc()
             detail = f"hindsight did not answer ({unavailable}); carry on without memory for now."
-            return _result({"degraded": True, "hits": [], "detail": detail}, detail)
+            return _result(Degraded(degraded=True, hits=[], detail=detail).model_dump(), detail)
         return _result(answer, spec.render(answer))
 
-    return Tool(
+    return HindsightTool(
         fn=run,
         name=spec.name,
         description=spec.description,
         parameters=published_schema(model),
-        fn_metadata=FuncMetadata(arg_model=model),
+        fn_metadata=FuncMetadata(arg_model=model, output_schema=output_schema(spec)),
         is_async=True,
         context_kwarg="ctx",
         annotations=spec.annotations,

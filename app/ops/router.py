@@ -5,7 +5,7 @@ from fastapi.responses import JSONResponse
 
 from app.core.auth import AUTHENTICATED_PROBLEMS, AccessDep
 from app.core.database import SessionDep
-from app.core.dependencies import EngineDep
+from app.core.dependencies import EngineDep, RecentLimitDep
 from app.core.links import MEMORY, links
 from app.core.migrations import head_revision
 from app.memories import service as memories
@@ -40,12 +40,12 @@ async def readyz(engine: EngineDep) -> JSONResponse:
 async def debug_recent(
     session: SessionDep,
     access: AccessDep,
-    n: Annotated[int, Query(ge=1, le=500)] = 50,
+    limit: RecentLimitDep,
     namespace: Annotated[Namespace | None, Query()] = None,
 ) -> RecentResponse:
     """The latest memories with status, version and supersedes chain."""
     access.check(namespace)
-    return RecentResponse(memories=await memories.recent(session, n=n, namespace=namespace))
+    return RecentResponse(memories=await memories.recent(session, n=limit, namespace=namespace))
 
 
 @router.get("/metrics", include_in_schema=False)

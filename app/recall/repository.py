@@ -155,9 +155,10 @@ async def count_other_model(session: AsyncSession, scope: Scope, *, model: str) 
 
 
 async def recency_route(session: AsyncSession, scope: Scope, *, limit: int) -> RouteRows:
-    """The newest memories in scope; raw score is the creation time as epoch seconds."""
+    """The newest memories in scope; raw score is the age in hours at the search's moment."""
+    age_hours = func.extract("epoch", literal(scope.at) - Memory.created_at) / 3600
     statement = (
-        select(Memory.id, func.extract("epoch", Memory.created_at))
+        select(Memory.id, age_hours)
         .where(*_in_scope(scope))
         .order_by(Memory.created_at.desc())
         .limit(limit)

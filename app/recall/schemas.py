@@ -21,21 +21,18 @@ class Weights(BaseModel):
 
 
 class SearchRequest(RequestBody):
-    # The schema states what the validators below check, where JSON Schema can say it.
-    model_config = ConfigDict(
-        json_schema_extra={
-            "oneOf": [
-                {"required": ["namespace"], "properties": {"namespace": {"type": "string"}}},
-                {"required": ["namespaces"], "properties": {"namespaces": {"type": "array"}}},
-            ]
-        }
-    )
+    """Memories relevant to `query`. Give exactly one of `namespace` or `namespaces`."""
+
+    # The one-of rule lives in the description and the validator, not in a `oneOf` of partial
+    # schemas: client generators (openapi-python-client) drop an operation whose body is one.
 
     query: str = Field(
         min_length=1, max_length=2_000, json_schema_extra={"pattern": NOT_BLANK}, examples=["What is the user allergic to?"]
     )
-    namespace: Namespace | None = None
-    namespaces: list[Namespace] | None = Field(default=None, min_length=1, max_length=20)
+    namespace: Namespace | None = Field(default=None, description="The namespace to search; or give `namespaces`.")
+    namespaces: list[Namespace] | None = Field(
+        default=None, min_length=1, max_length=20, description="Several namespaces at once; or give `namespace`."
+    )
     key_prefix: str | None = Field(default=None, min_length=1, max_length=400)
     memory_types: list[MemoryType] | None = Field(default=None, min_length=1)
     statuses: list[MemoryStatus] = Field(default=["active"], min_length=1)
@@ -91,7 +88,10 @@ class SearchHit(BaseModel):
 class RouteCandidate(BaseModel):
     memory_id: UUID
     rank: int
-    raw_score: float
+    raw_score: float = Field(
+        description="The route's own measure: key 1.0 for a key match, vector cosine similarity, lexical text "
+        "rank, recency the memory's age in hours."
+    )
 
 
 class Miss(BaseModel):

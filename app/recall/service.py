@@ -216,11 +216,13 @@ def _explain(routes: dict[str, RouteRows], ranked: list[Scored], *, top_k: int, 
     if len(ranked) > top_k:
         last_hit = ranked[top_k - 1]
         for position, item in enumerate(ranked[top_k:], start=top_k + 1):
-            held_back = [
-                f"{name}: {weight * getattr(item.parts, name):.3f} < {weight * getattr(last_hit.parts, name):.3f}"
+            # Parts shown as they read at three decimals: a difference rounding hides is no reason.
+            shown = {
+                name: (round(weight * getattr(item.parts, name), 3), round(weight * getattr(last_hit.parts, name), 3))
                 for name, weight in weights.as_dict().items()
-                if weight * getattr(item.parts, name) < weight * getattr(last_hit.parts, name)
-            ]
+            }
+            held_back = [f"{name}: {mine:.3f} < {theirs:.3f}" for name, (mine, theirs) in shown.items() if mine < theirs]
+            held_back = held_back or ["a near tie: no weighted part trails the last hit by 0.001"]
             misses.append(Miss(memory_id=item.memory.id, final_rank=position, score=round(item.score, 6), held_back_by=held_back))
     return Explain(
         routes={

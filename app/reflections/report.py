@@ -10,12 +10,12 @@ _ADVICE = {"verified": "recommendation", "tentative": "recommendation (tentative
 
 
 def _line(lesson: Reflection) -> str:
-    others = ", ".join(f"`{other[:8]}`" for other in lesson.metadata_.get("conflicts_with", []))
+    others = ", ".join(f"`{other}`" for other in lesson.metadata_.get("conflicts_with", []))
     conflict = f" · ⚠ conflicts with {others}" if lesson.conflict_flag else ""
     one_line = " ".join(lesson.lesson.split())
     return (
         f"- **{lesson.status}** {_ADVICE[lesson.path_type]}: {one_line}\n"
-        f"  `{str(lesson.id)[:8]}` · {lesson.attribution} · confidence {lesson.confidence:.2f} · "
+        f"  `{lesson.id}` · {lesson.attribution} · confidence {lesson.confidence:.2f} · "
         f"seen {lesson.occurrences}× · recalled {lesson.hit_count}× · useful {lesson.useful_count}×{conflict}"
     )
 

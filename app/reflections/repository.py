@@ -84,13 +84,19 @@ async def nearest_in_scope(
     agent_role: str | None,
     domain: str | None,
     embedding: np.ndarray,
+    model: str,
     min_similarity: float,
 ) -> list[tuple[Reflection, float]]:
-    """Lessons of the same scope and owner at least this close, nearest first, every status."""
+    """Lessons of the same scope and owner at least this close, nearest first, every status;
+    lessons embedded with another model are not comparable until re-embedded."""
     similarity = (1 - Reflection.embedding.cosine_distance(embedding)).label("similarity")
     statement = (
         select(Reflection, similarity)
-        .where(*_same_owner(namespace, scope, agent_role, domain), similarity >= min_similarity)
+        .where(
+            *_same_owner(namespace, scope, agent_role, domain),
+            Reflection.embedding_model == model,
+            similarity >= min_similarity,
+        )
         .order_by(similarity.desc())
         .with_for_update(of=Reflection)
     )
@@ -125,20 +131,36 @@ async def recall_candidates(
     agent_role: str | None,
     domain: str | None,
     embedding: np.ndarray,
+    model: str,
     limit: int,
 ) -> list[tuple[Reflection, float]]:
-    """Active lessons in the scopes (the hard filter), nearest first. A role or domain filter
-    keeps that agent's lessons and the ones no agent owns."""
+    """Active lessons in the scopes (the hard filter) embedded with the model, nearest first."""
     similarity = (1 - Reflection.embedding.cosine_distance(embedding)).label("similarity")
-    conditions: list[ColumnElement[bool]] = [Reflection.namespace == namespace, Reflection.status == "active"]
+    conditions = [*_recallable(namespace, scopes, agent_role, domain, status="active"), Reflection.embedding_model == model]
+    statement = select(Reflection, similarity).where(*conditions).order_by(similarity.desc()).limit(limit)
+    return [(lesson, float(score)) for lesson, score in (await session.execute(statement)).all()]
+
+
+async def count_observing(
+    session: AsyncSession, *, namespace: str, scopes: Sequence[str], agent_role: str | None, domain: str | None
+) -> int:
+    """Lessons a recall with these filters holds back because they are still observing."""
+    conditions = _recallable(namespace, scopes, agent_role, domain, status="observing")
+    return int(await session.scalar(select(func.count()).select_from(Reflection).where(*conditions)) or 0)
+
+
+def _recallable(
+    namespace: str, scopes: Sequence[str], agent_role: str | None, domain: str | None, *, status: str
+) -> list[ColumnElement[bool]]:
+    """A recall's filters. A role or domain keeps that agent's lessons and the ones no agent owns."""
+    conditions: list[ColumnElement[bool]] = [Reflection.namespace == namespace, Reflection.status == status]
     if scopes:
         conditions.append(Reflection.scope.in_(scopes))
     if agent_role is not None:
         conditions.append(or_(Reflection.agent_role == agent_role, Reflection.agent_role.is_(None)))
     if domain is not None:
         conditions.append(or_(Reflection.domain == domain, Reflection.domain.is_(None)))
-    statement = select(Reflection, similarity).where(*conditions).order_by(similarity.desc()).limit(limit)
-    return [(lesson, float(score)) for lesson, score in (await session.execute(statement)).all()]
+    return conditions
 
 
 async def record_hits(

@@ -79,6 +79,7 @@ class RuleReviewer:
     async def review(self, task: Task) -> Review:
         param_drafts, notes = await self._param_errors(task)
         drafts = param_drafts + self._timeouts_retried(task) + self._repeated_failures(task)
+        drafts += self._timeouts_unrecovered(task)
         return Review(drafts, decided_by=self.name, note="; ".join(notes) or None)
 
     async def _argument_errors(self, task: Task) -> tuple[list[ArgumentError | None], list[str]]:
@@ -151,6 +152,36 @@ class RuleReviewer:
             )
             for tool in sorted(recovered)
         ]
+
+    def _timeouts_unrecovered(self, task: Task) -> list[Draft]:
+        """A tool that timed out twice or more and never answered afterwards. The same request
+        timing out each time points at the tool's limit (degrade: send less, go another way);
+        different requests timing out point at the environment (back off, then degrade)."""
+        drafts = []
+        for tool in sorted({call["tool"] for call in task.tool_calls}):
+            calls = [call for call in task.tool_calls if call["tool"] == tool]
+            timeouts = [index for index, call in enumerate(calls) if call.get("status") == "timeout"]
+            if len(timeouts) < 2 or any(call.get("status") == "ok" for call in calls[timeouts[-1] :]):
+                continue
+            requests = {json.dumps(calls[index].get("args") or {}, sort_keys=True, default=str) for index in timeouts}
+            same = len(requests) == 1
+            drafts.append(
+                Draft(
+                    lesson=f"When {tool} times out again on the same request, stop resending it unchanged: degrade "
+                    "(a smaller request, another way, or report it unavailable)."
+                    if same
+                    else f"When {tool} keeps timing out, retry with exponential backoff a bounded number of times, "
+                    "then degrade instead of failing the task.",
+                    scope=f"tool:{tool}",
+                    attribution="tool_limit" if same else "external_env",
+                    path_type="falsified",
+                    confidence=RULE_CONFIDENCE,
+                    situation=f"{tool} timed out {len(timeouts)} times",
+                    action=f"sent {'the same request' if same else f'{len(requests)} different requests'} again",
+                    outcome=f"no call of {tool} answered after the first timeout",
+                )
+            )
+        return drafts
 
     def _repeated_failures(self, task: Task) -> list[Draft]:
         failures = Counter(
@@ -249,6 +280,30 @@ class LLMReviewer:
             read=lambda answer: [Draft(**lesson.model_dump()) for lesson in answer.lessons],
             fallback=lambda: self._fallback.review(task),
         )
+
+
+RULES_SEE = (
+    "the rules learn from arguments that break the tool's input_schema, timeouts (retried or repeated) and "
+    "the same failing call repeated; an LLM reviewer (HINDSIGHT_LLM_MODEL) reads everything else"
+)
+
+
+def _unexpected_item(event: dict[str, Any]) -> str:
+    if event["type"] == "tool_call":
+        return f"{event['tool']} {event.get('status')}"
+    if event["type"] == "task_end":
+        return f"task {event.get('status')}"
+    return event["type"].replace("_", " ")
+
+
+def nothing_learned(task: Task, review: Review) -> str:
+    """Why a review that ran taught no lesson, for the caller to read."""
+    seen = Counter(_unexpected_item(event) for event in unexpected(task))
+    items = ", ".join(f"{item} x{count}" if count > 1 else item for item, count in seen.items()) or "nothing unexpected"
+    why = f"{review.decided_by} found no lesson in: {items}"
+    if review.decided_by == RuleReviewer.name:
+        why += f" ({RULES_SEE})"
+    return f"{review.note}; {why}" if review.note else why
 
 
 def distinct(drafts: list[Draft]) -> list[Draft]:

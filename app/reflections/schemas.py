@@ -97,17 +97,8 @@ class TaskEnd(BaseModel):
 
 
 class EventsRequest(RequestBody):
-    """A task's events, in order; more can follow in later calls until `task_end`."""
-
-    # _says_something's rule, stated in the schema too.
-    model_config = ConfigDict(
-        json_schema_extra={
-            "anyOf": [
-                {"required": ["events"], "properties": {"events": {"minItems": 1}}},
-                {"required": ["task_end"], "properties": {"task_end": {"type": "object"}}},
-            ]
-        }
-    )
+    """A task's events, in order; more can follow in later calls until `task_end`. Send at
+    least one event or the `task_end`."""
 
     namespace: Namespace
     task_id: str = Field(min_length=1, max_length=200)
@@ -240,6 +231,10 @@ class LessonHit(LessonOut):
 class LessonSearchResponse(BaseModel):
     recommendations: list[LessonHit] = Field(description="Verified (and tentative) lessons: what to do.")
     warnings: list[LessonHit] = Field(description="Falsified lessons: what failed before.")
+    observing: int = Field(
+        default=0,
+        description="Lessons matching the filters held back as `observing`: recalled once seen again or confident enough.",
+    )
 
 
 class LessonFeedback(RequestBody):

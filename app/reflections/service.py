@@ -22,7 +22,7 @@ from app.recall.scoring import recency
 from app.reflections import repository
 from app.reflections.lessons import admitted, after_feedback, opposite, seen_again_confidence, stronger_path
 from app.reflections.report import markdown
-from app.reflections.reviewers import Draft, Reviewer, distinct
+from app.reflections.reviewers import Draft, Reviewer, distinct, nothing_learned
 from app.reflections.schemas import (
     DecayReport,
     EventsRequest,
@@ -146,6 +146,7 @@ async def record_events(
     )
     drafts = [safe for draft in distinct(review.items) if (safe := _without_secrets(draft)) is not None]
     lessons = await _learn_all(session, drafts, origin=origin, settings=settings, embedder=embedder)
+    note = review.note if lessons else nothing_learned(task, review)
     await repository.add_review(
         session,
         TaskReview(
@@ -156,13 +157,13 @@ async def record_events(
             lesson_ids=[str(lesson.id) for lesson, _ in lessons],
             llm_prompt=review.prompt,
             llm_response=review.response,
-            note=review.note,
+            note=note,
         ),
     )
     return EventsResponse(
         accepted=accepted,
         lessons=[LessonOut.of(lesson) for lesson, _ in lessons],
-        review=ReviewOut(triggers=reasons, reviewer=review.decided_by, note=review.note),
+        review=ReviewOut(triggers=reasons, reviewer=review.decided_by, note=note),
     )
 
 
@@ -261,6 +262,7 @@ async def _learn(
         session,
         **owner,
         embedding=embedding,
+        model=model,
         min_similarity=min(settings.lesson_conflict_similarity, settings.lesson_dedup_similarity),
     )
     exact = await repository.find_by_hash(session, **owner, lesson_hash=content_hash(draft.lesson))
@@ -352,6 +354,7 @@ async def search(
         agent_role=request.agent_role,
         domain=request.domain,
         embedding=await embedder.embed_query(request.query),
+        model=embedder.name,
         limit=settings.lesson_search_candidates,
     )
     scored = (_hit(lesson, similarity, at=at, settings=settings) for lesson, similarity in candidates)
@@ -363,9 +366,13 @@ async def search(
         penalty_after=settings.lesson_penalty_after_hits,
         penalty_step=settings.lesson_penalty_step,
     )
+    observing = await repository.count_observing(
+        session, namespace=request.namespace, scopes=request.all_scopes, agent_role=request.agent_role, domain=request.domain
+    )
     return LessonSearchResponse(
         recommendations=[hit for hit in hits if hit.path_type != "falsified"],
         warnings=[hit for hit in hits if hit.path_type == "falsified"],
+        observing=observing,
     )
 
 

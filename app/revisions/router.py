@@ -5,6 +5,7 @@ from fastapi import APIRouter, Path, Query
 
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
+from app.core.dependencies import RecentLimitDep
 from app.core.errors import Conflict, NotFound, SensitiveContent, Unprocessable, VersionConflict, problem_responses
 from app.core.links import MEMORY, REVISION, links
 from app.memories.schemas import MemoryOut, Namespace
@@ -132,10 +133,10 @@ async def rollback_revision(
 async def debug_revisions(
     session: SessionDep,
     access: AccessDep,
-    n: Annotated[int, Query(ge=1, le=500)] = 50,
+    limit: RecentLimitDep,
     namespace: Annotated[Namespace | None, Query()] = None,
 ) -> RevisionDebugList:
     """The revision log with each judge's full input and output."""
     access.check(namespace)
-    revisions = await operations.listing(session, namespace=namespace, status=None, limit=n)
+    revisions = await operations.listing(session, namespace=namespace, status=None, limit=limit)
     return RevisionDebugList(revisions=[RevisionDebug.model_validate(r, from_attributes=True) for r in revisions])

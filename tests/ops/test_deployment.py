@@ -42,7 +42,7 @@ def test_container_starts_the_same_entry_point_as_make_run():
     container_command = yaml.safe_load(cmd.group(1))
     makefile = (ROOT / "Makefile").read_text()
     run_recipe = re.search(r"^run:.*\n\t(.+)$", makefile, re.MULTILINE).group(1)
-    first_command = re.split(r"[;&]", run_recipe)[0]
+    first_command = re.split(r"[;&]", run_recipe.lstrip("@"))[0]
     make_command = shlex.split(first_command.replace("$(PY)", "python"))
     assert container_command[: len(make_command)] == make_command == ["python", "-m", "app", "serve"]
 
@@ -72,6 +72,13 @@ def test_gateway_runs_from_the_same_image_and_reaches_the_api_by_name():
 def test_make_run_stops_the_gateway_when_the_api_stops():
     makefile = (ROOT / "Makefile").read_text()
     recipe = re.search(r"^run:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)
-    assert "$(PY) -m app.gateway &" in recipe
+    assert '$(PY) -m app.gateway --api-url "$$($(PY) -m app api-url)" &' in recipe
     assert re.search(r"trap 'kill \$\$api \$\$gateway.*' .*EXIT", recipe)
     assert recipe.rstrip().endswith("wait $$api")
+
+
+def test_api_and_worker_take_llm_settings_from_an_optional_env_file():
+    services = compose()["services"]
+    for name in ("api", "worker"):
+        assert services[name]["env_file"] == [{"path": ".env", "required": False}], name
+    assert "env_file" not in services["db"]  # the database's own settings stay in the file

@@ -9,7 +9,7 @@ NO_RETRY = "When the payments API returns 429, do not retry."
 async def test_a_new_lesson_is_observing_and_never_recalled(client):
     written = (await write_lesson(client, RETRY))["lesson"]
     assert written["status"] == "observing"
-    assert await search_lessons(client, "payments API 429") == {"recommendations": [], "warnings": []}
+    assert await search_lessons(client, "payments API 429") == {"recommendations": [], "warnings": [], "observing": 1}
 
 
 async def test_confidence_over_the_threshold_admits_at_once(client):

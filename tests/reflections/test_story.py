@@ -27,7 +27,7 @@ async def test_a_wrong_argument_type_becomes_a_warning_for_that_tool_only(client
 
     # Seen once: not recalled yet.
     before = await search_lessons(client, "look up order 12345 with query_order", scope="tool:query_order")
-    assert before == {"recommendations": [], "warnings": []}
+    assert before == {"recommendations": [], "warnings": [], "observing": 1}
 
     # Task 2 makes the same mistake: the lesson is seen twice and admitted.
     second = await post_events(
@@ -52,7 +52,7 @@ async def test_a_wrong_argument_type_becomes_a_warning_for_that_tool_only(client
 
     # A task about another tool never sees it.
     other = await search_lessons(client, "send the order confirmation email", scope="tool:send_email")
-    assert other == {"recommendations": [], "warnings": []}
+    assert other == {"recommendations": [], "warnings": [], "observing": 0}
 
 
 async def test_a_fix_that_worked_turns_the_warning_into_a_recommendation(client):
