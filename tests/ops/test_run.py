@@ -42,8 +42,15 @@ def make_run(data_dir: Path, log: Path) -> Iterator[tuple[subprocess.Popen, str,
     """`make run` in its own session (a terminal's process group), with only the ports and the
     data directory set; yields (make, API URL, MCP URL) once both answer."""
     api_port, gateway_port = free_port(), free_port()
+    # Not make's own variables either: under `make test` they would make the inner make print
+    # "Entering directory" lines, which a user's `make run` does not.
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("HINDSIGHT_") and name not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")
+    }
     env = {
-        **{name: value for name, value in os.environ.items() if not name.startswith("HINDSIGHT_")},
+        **inherited,
         "HINDSIGHT_DATA_DIR": str(data_dir),
         "HINDSIGHT_PORT": str(api_port),
         "HINDSIGHT_GATEWAY_PORT": str(gateway_port),
