@@ -15,6 +15,7 @@ from app.bench import harness, latency, locomo, retrieval, updates
 from app.core.migrations import scratch_database
 from app.core.settings import settings
 from app.revisions.judges import build_judge
+from app.revisions.rules import FALLBACKS, RULE_NAMES
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "bench"
 
@@ -22,7 +23,15 @@ SHARED = Path(__file__).resolve().parents[3] / "shared" / "bench"
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__)
     parser.add_argument("--suites", default="locomo,updates,latency", help="comma list of: locomo, updates, latency")
-    parser.add_argument("--updates", type=Path, default=SHARED / "updates" / "updates_dev.jsonl")
+    parser.add_argument(
+        "--updates",
+        type=Path,
+        nargs="+",
+        default=[SHARED / "updates" / "updates_dev.jsonl", SHARED / "updates" / "updates_dev2.jsonl"],
+        help="update case files; split into tuning and report parts by a hash of each case id",
+    )
+    parser.add_argument("--no-ablation", action="store_true", help="skip the rule ablation (one updates run per rule)")
+    parser.add_argument("--show-tuning-failures", action="store_true", help="print the tuning split's failed cases")
     parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo10.json")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--sizes", default="10000,100000", help="memories per latency run")
@@ -78,24 +87,84 @@ def _latency_table(reports: list[dict[str, Any]], writes_per_second: float | Non
     return "\n".join(lines)
 
 
-def _updates_table(by_judge: dict[str, dict[str, Any]]) -> str:
-    relations = ["CONFLICT", "REFINE", "COEXIST", "UNRELATED", "DUPLICATE"]
-    columns = ["all", "en", "zh", *relations]
+RULES_ROW = "rules"
+ORACLE_ROW = "LLM path, oracle answers"
+
+
+def _updates_table(results: dict[str, dict[str, dict[str, Any]]], files: list[Path]) -> str:
+    columns = ["all", "en", "zh", *updates.RELATIONS]
+    names = ", ".join(path.name for path in files)
     lines = [
-        "Knowledge updates (updates_dev.jsonl): pass rate",
-        f"| judge | {' | '.join(columns)} | wrong supersedes |",
-        "|---|" + "---|" * (len(columns) + 1),
+        f"Knowledge updates ({names}), split by a hash of the case id (app/bench/updates.py): pass rate; "
+        "wrong supersedes = memories that must stay active (bystanders included) that ended superseded",
+        f"| judge | split (cases) | {' | '.join(columns)} | wrong supersedes |",
+        "|---|---|" + "---|" * (len(columns) + 1),
     ]
-    for judge, summary in by_judge.items():
-        rates = " | ".join(f"{summary['pass_rate'].get(c, 0):.2f}" for c in columns)
-        lines.append(f"| {judge} | {rates} | {summary['wrong_supersede_rate']:.3f} |")
-    detail = " ".join(
-        f"{relation}/{lang} {by_judge['rules']['pass_rate'].get(f'{relation}/{lang}', 0):.2f}"
-        for relation in relations
-        for lang in ("en", "zh")
+    for judge, by_split in results.items():
+        for split, summary in by_split.items():
+            rates = " | ".join(f"{summary['pass_rate'].get(c, 0):.2f}" for c in columns)
+            wrong = f"{summary['wrong_supersede_rate']:.3f} ({summary['wrongly_superseded']}/{summary['expected_active']})"
+            lines.append(f"| {judge} | {split} ({summary['cases']['all']}) | {rates} | {wrong} |")
+    for split, summary in results[RULES_ROW].items():
+        detail = " ".join(
+            f"{relation}/{lang} {summary['pass_rate'].get(f'{relation}/{lang}', 0):.2f}"
+            for relation in updates.RELATIONS
+            for lang in ("en", "zh")
+        )
+        lines.append(f"rules, {split}, by relation/language: {detail}")
+    lines.append(
+        f"'{ORACLE_ROW}' is an oracle, not a model: litellm's mock_response answers every judge call with each "
+        "candidate's expected relation, so it measures the LLM path's plumbing (prompt, schema, rails, actions), "
+        "not a judge's quality."
     )
-    lines.append(f"rules by relation/language: {detail}")
     return "\n".join(lines)
+
+
+def _ablation_table(baseline: dict[str, dict[str, Any]], ablation: dict[str, dict[str, dict[str, Any]]]) -> str:
+    lines = [
+        "Rule ablation (rule judge with one named rule switched off; pass rate and wrong supersedes per split)",
+        "| rule off | tune pass | tune wrong | report pass | report wrong |",
+        "|---|---|---|---|---|",
+    ]
+    for rule, by_split in {"(none)": baseline, **ablation}.items():
+        cells = " | ".join(
+            f"{by_split[split]['pass_rate']['all']:.3f} | {by_split[split]['wrong_supersede_rate']:.3f}" for split in updates.SPLITS
+        )
+        lines.append(f"| {rule} | {cells} |")
+    return "\n".join(lines)
+
+
+async def _run_updates(app, client, args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    """Both splits with the rule judge and with the LLM path answered by an oracle, then the
+    ablation. Per-case failures are kept for the tuning split only."""
+    parts = updates.split(updates.load(*args.updates))
+
+    async def both_splits(label: str) -> dict[str, dict[str, Any]]:
+        return {
+            split: await updates.run(client, parts[split], label=f"{label}, {split}", with_failures=split == "tune")
+            for split in updates.SPLITS
+        }
+
+    results: dict[str, Any] = {RULES_ROW: await both_splits(RULES_ROW)}
+    app.state.judge = build_judge(settings.model_copy(update={"llm_model": "openai/oracle-judge"}))
+    with updates.oracle_llm():
+        results[ORACLE_ROW] = await both_splits("oracle")
+    tables = [_updates_table(results, args.updates)]
+    if not args.no_ablation:
+        ablation = {}
+        for rule in (name for name in RULE_NAMES if name not in FALLBACKS):
+            app.state.judge = build_judge(settings, disabled_rules=frozenset({rule}))
+            ablation[rule] = await both_splits(f"without {rule}")
+        for by_split in ablation.values():
+            for summary in by_split.values():
+                summary.pop("failures", None)
+        results["ablation"] = ablation
+        tables.append(_ablation_table(results[RULES_ROW], ablation))
+    app.state.judge = build_judge(settings)
+    if args.show_tuning_failures:
+        failures = results[RULES_ROW]["tune"]["failures"]
+        tables.append("Tuning split, rule judge, failed cases:\n" + "\n".join(f"- {case}: {'; '.join(why)}" for case, why in sorted(failures.items())))
+    return results, tables
 
 
 async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, Any], list[str]]:
@@ -113,13 +182,8 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
             results["locomo"] = {"seconds": round(time.perf_counter() - began, 1), "scores": _scores_json(scores)}
             tables.append(_locomo_table(scores))
         if "updates" in suites:
-            cases = updates.load(args.updates)
-            results["updates"] = {"rules": await updates.run(client, cases, label="rules")}
-            app.state.judge = build_judge(settings.model_copy(update={"llm_model": "openai/mock-judge"}))
-            with updates.mocked_llm():
-                results["updates"]["llm (mock_response)"] = await updates.run(client, cases, label="llm mock")
-            app.state.judge = build_judge(settings)
-            tables.append(_updates_table(results["updates"]))
+            results["updates"], updates_tables = await _run_updates(app, client, args)
+            tables += updates_tables
         if "latency" in suites:
             reports = [
                 (await latency.run(app, client, memories=int(size), queries=args.queries)).as_dict()

@@ -80,6 +80,22 @@ class Settings(BaseSettings):
     review_every_writes: int = Field(default=50, ge=0)
     review_batch: int = Field(default=50, ge=1, le=1_000)
 
+    # Revision that holds up (issue 12). Candidates: the nearest few active memories above a
+    # floor go to the judge, which decides precision-first. Trust: a write's `source.kind`
+    # (unknown = agent) weighs its search score, and a memory of lower trust, or clearly lower
+    # confidence, never supersedes automatically (held for review, the new one uncertain).
+    trust_user: float = Field(default=1.0, ge=0, le=1)
+    trust_agent: float = Field(default=0.8, ge=0, le=1)
+    trust_tool: float = Field(default=0.7, ge=0, le=1)
+    trust_web: float = Field(default=0.5, ge=0, le=1)
+    revision_confidence_margin: float = Field(default=0.2, ge=0, le=1)
+    # Search prefers the newer of competing memories (app/recall/competitors.py): memories in
+    # the first `competitor_window` hits that the judge linked, or that are this close to each
+    # other and about the same person, and that the query finds about as relevant as each other.
+    competitor_window: int = Field(default=10, ge=0, le=100)
+    competitor_similarity: float = Field(default=0.86, ge=0, le=1)
+    competitor_relevance: float = Field(default=0.6, ge=0, le=1)
+
     # Lifecycle: default time to live by memory type when a write gives none (state is short
     # lived, history and facts are kept), and what the checkup archives.
     default_ttl_working_seconds: int | None = Field(default=86_400, ge=1)
@@ -139,6 +155,9 @@ class Settings(BaseSettings):
 
     def default_ttl(self, memory_type: str) -> int | None:
         return getattr(self, f"default_ttl_{memory_type}_seconds")
+
+    def trust(self, kind: str) -> float:
+        return getattr(self, f"trust_{kind}")
 
     @field_validator("database_url")
     @classmethod

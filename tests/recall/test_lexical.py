@@ -1,4 +1,5 @@
-from app.recall.lexical import lexemes, or_query, stem
+from app.recall.lexical import or_query
+from app.text import lexemes, stem
 
 
 def test_lowercases_and_drops_stopwords():
