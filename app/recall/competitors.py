@@ -1,16 +1,16 @@
 """Ranking that survives a missed supersede: among the first hits, memories that compete for
-one answer are put in an order that favours the newer one in the world's time.
+one answer are put in an order that favours the right one.
 
-Two hits compete when the query finds them about equally relevant (within `relevance` of the
-best hit) and the judge linked them, or they are near each other (cosine at least
-`similarity`) and about the same person. The order within a group of competitors:
-- a hit about the person the question names ("the user", "the user's wife") before a hit about
-  someone else;
-- then newer before older (`created_at`, which imports set): always for memories the judge
-  held as a likely update (a `related` link), and for every competitor when the question asks
-  about the present ("now", "currently", 现在, 目前 ...). A question about the past ("used to",
-  以前) keeps the relevance order.
-Positions outside the groups do not move, and a group only reorders the places it holds.
+Only hits the query finds about as relevant as the best (within `relevance` of it) in the
+first `window` move, and only into places such hits already hold:
+- a hit about the person the question names ("the user", "the user's wife") goes before a
+  hit about someone else;
+- among competitors, the newer in the world's time (`created_at`, which imports set) goes
+  first: always for memories the judge held as a likely update (a `related` link), and for
+  every competitor when the question asks about the present ("now", "currently", 现在, 目前
+  ...). Competitors are hits the judge linked, or that are near each other (cosine at least
+  `similarity`) and about the same person. A question about the past ("used to", 以前) keeps
+  the relevance order.
 
 Pure functions over plain values: the search service loads links and similarities for the
 window and applies the result.

@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Literal, Self
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from app.core.validation import NOT_BLANK, RequestBody, Timestamp, integer
 from app.memories.schemas import Content, MemoryOut, Namespace
@@ -61,6 +61,14 @@ class InvalidateRequest(RequestBody):
         description="Why the memory was never right; shown on the memory.",
         examples=["The user was joking about moving to Mars."],
     )
+
+
+    @field_validator("reason")
+    @classmethod
+    def _reason_present(cls, reason: str) -> str:
+        if not reason.strip():
+            raise ValueError("reason must not be blank")
+        return reason
 
 
 class InvalidateResponse(BaseModel):
