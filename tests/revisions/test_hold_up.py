@@ -176,11 +176,18 @@ async def test_refine_never_merges_two_attributes_of_one_subject(client):
     assert rotation["memory"]["status"] == "active"
 
 
-async def test_a_detail_of_the_same_thing_is_merged(client):
+async def test_a_detail_the_rules_see_is_proposed_as_a_merge_and_held(client):
     gym = (await write(client, "User has a gym membership that includes pool access."))["memory"]
     detail = await write(client, "The membership is with Iron Tide Fitness at $45 a month.")
     [revision] = [r for r in detail["revisions"] if r["old_memory_id"] == gym["id"]]
-    assert (revision["decision"], revision["status"]) == ("REFINE", "applied")
+    assert (revision["decision"], revision["status"]) == ("REFINE", "pending")
+    assert (await memory(client, gym["id"]))["memory"]["status"] == "active"
+    assert detail["memory"]["status"] == "active"
+    [edge] = (await memory(client, gym["id"]))["relations"]
+    assert (edge["type"], edge["memory_id"]) == ("coexists", detail["memory"]["id"])
+
+    applied = await client.post(f"/v1/revisions/{revision['id']}/apply")
+    assert applied.status_code == 200, applied.text
     merged_id = (await memory(client, gym["id"]))["memory"]["superseded_by"]
     merged = (await memory(client, merged_id))["memory"]
     assert "pool access" in merged["content"] and "Iron Tide Fitness" in merged["content"]
