@@ -76,6 +76,7 @@ class Signals:
     habitual: str | None
     continuity: str | None
     additive: str | None
+    unique: str | None  # a word making the value the only one ("favourite", "prefers", 最喜欢)
     negative: bool
 
     @property
@@ -264,6 +265,7 @@ def read(text: str) -> Signals:
         habitual=_CUES["habitual"].find(text),
         continuity=_CUES["continuity"].find(text),
         additive=_CUES["additive"].find(text),
+        unique=_CUES["unique"].find(text),
         negative=_CUES["negation"].find(text) is not None,
     )
 

@@ -167,6 +167,17 @@ async def test_a_held_update_ranks_the_newer_first_for_any_question(client):
     assert hits[0]["related"] == [stale["id"]]
 
 
+async def test_a_trip_answers_where_the_user_is_now_and_home_where_they_live(client):
+    home = (await write(client, "User lives in Lyon.", created_at="2024-03-01T00:00:00+00:00"))["memory"]
+    trip = await write(client, "User is in Tokyo this week for a conference.", created_at="2025-05-12T00:00:00+00:00")
+    assert [(r["decision"], r["status"]) for r in trip["revisions"]] == [("COEXIST", "applied")]
+    assert [hit["memory"]["id"] for hit in await search(client, "Where is the user right now?")][:2] == [
+        trip["memory"]["id"],
+        home["id"],
+    ]
+    assert [hit["memory"]["id"] for hit in await search(client, "Which city does the user live in?")][0] == home["id"]
+
+
 # ------------------------------------------------------------------------- refinements
 async def test_refine_never_merges_two_attributes_of_one_subject(client):
     language = (await write(client, "The payments service is written in Go."))["memory"]

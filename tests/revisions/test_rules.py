@@ -8,7 +8,8 @@ from uuid import uuid4
 import pytest
 
 from app.revisions.judgement import Candidate, JudgedMemory, Judgement
-from app.revisions.rules import FALLBACKS, RULES, Pair, RuleJudge, verdict
+from app.revisions.pairs import Pair
+from app.revisions.rules import FALLBACKS, RULES, RuleJudge, verdict
 from app.revisions.signals import change_cue, is_future_plan, read
 
 ACTIONS = {"CONFLICT", "REFINE", "DUPLICATE"}
@@ -49,6 +50,11 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
         ("User is vegan.", "User follows a vegan diet.", 0.972, None),
         ("User prefers window seats.", "User prefers aisle seats.", 0.956, None),
     ),
+    "only_value_changed": (
+        ("User's favourite color is blue.", "User's favourite color is green.", 0.926, None),
+        # the times differ too: two preferences, one for each part of the day
+        ("User prefers tea in the morning.", "User prefers coffee in the evening.", 0.914, None),
+    ),
     "other_instance": (
         ("User's work laptop is a ThinkPad.", "User's personal laptop is a MacBook.", 0.916, None),
         ("User's work laptop is a ThinkPad.", "User replaced the work laptop with a MacBook.", 0.907, None),
@@ -84,7 +90,7 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
         ("用户的爸爸在腾讯上班。", "用户辞职创业了，现在在做电商。", 0.93, None),
     ),
     "slot_changed": (
-        ("User prefers tea for breakfast.", "User prefers coffee for breakfast.", 0.953, None),
+        ("User takes vitamin D every morning.", "User takes magnesium every morning.", 0.931, None),
         ("User's work laptop is a ThinkPad.", "User's personal laptop is a ThinkPad.", 0.981, None),
     ),
     "likely_update": (
