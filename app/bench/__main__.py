@@ -88,7 +88,8 @@ def _latency_table(reports: list[dict[str, Any]], writes_per_second: float | Non
 
 
 RULES_ROW = "rules"
-ORACLE_ROW = "LLM path, oracle answers"
+ORACLE_ROW = "LLM path, oracle per candidate"
+CASE_ORACLE_ROW = "LLM path, oracle of the case's relation"
 
 
 def _updates_table(results: dict[str, dict[str, dict[str, Any]]], files: list[Path]) -> str:
@@ -113,9 +114,10 @@ def _updates_table(results: dict[str, dict[str, dict[str, Any]]], files: list[Pa
         )
         lines.append(f"rules, {split}, by relation/language: {detail}")
     lines.append(
-        f"'{ORACLE_ROW}' is an oracle, not a model: litellm's mock_response answers every judge call with each "
-        "candidate's expected relation, so it measures the LLM path's plumbing (prompt, schema, rails, actions), "
-        "not a judge's quality."
+        "The LLM rows are oracles, not a model: litellm's mock_response answers every judge call, so they measure "
+        f"the LLM path's plumbing (prompt, schema, rails, actions), not a judge's quality. '{ORACLE_ROW}' answers "
+        "each candidate's expected relation (UNRELATED for a bystander); "
+        f"'{CASE_ORACLE_ROW}' answers the case's relation for every candidate, bystanders included."
     )
     return "\n".join(lines)
 
@@ -147,8 +149,10 @@ async def _run_updates(app, client, args: argparse.Namespace) -> tuple[dict[str,
 
     results: dict[str, Any] = {RULES_ROW: await both_splits(RULES_ROW)}
     app.state.judge = build_judge(settings.model_copy(update={"llm_model": "openai/oracle-judge"}))
-    with updates.oracle_llm():
+    with updates.oracle_llm(per_candidate=True):
         results[ORACLE_ROW] = await both_splits("oracle")
+    with updates.oracle_llm(per_candidate=False):
+        results[CASE_ORACLE_ROW] = await both_splits("case oracle")
     tables = [_updates_table(results, args.updates)]
     if not args.no_ablation:
         ablation = {}

@@ -193,12 +193,12 @@ def _oracle_decision(case: dict[str, Any], new: str, old: str) -> str:
     return "UNRELATED" if keep.get(new, False) or keep.get(old, False) else case["relation"]
 
 
-def _oracle_answer(messages: list[dict[str, str]]) -> str:
+def _oracle_answer(messages: list[dict[str, str]], *, per_candidate: bool) -> str:
     asked = json.loads(messages[-1]["content"])
     case = _cases[-1]
     judgements = []
     for old in asked["old"]:
-        decision = _oracle_decision(case, asked["new"]["content"], old["content"])
+        decision = _oracle_decision(case, asked["new"]["content"], old["content"]) if per_candidate else case["relation"]
         judgements.append(
             {
                 "candidate": old["candidate"],
@@ -212,12 +212,15 @@ def _oracle_answer(messages: list[dict[str, str]]) -> str:
 
 
 @contextmanager
-def oracle_llm() -> Iterator[None]:
-    """litellm answers every judge call with the oracle's decisions (no network)."""
+def oracle_llm(*, per_candidate: bool = True) -> Iterator[None]:
+    """litellm answers every judge call with the oracle's decisions (no network): each
+    candidate's expected relation, or (`per_candidate=False`) the case's relation for every
+    candidate, bystanders included."""
     real = litellm.acompletion
 
     async def answer(*, messages: list[dict[str, str]], **kwargs: Any):
-        return await partial(real, mock_response=_oracle_answer(messages))(messages=messages, **kwargs)
+        mocked = _oracle_answer(messages, per_candidate=per_candidate)
+        return await partial(real, mock_response=mocked)(messages=messages, **kwargs)
 
     litellm.acompletion = answer
     try:

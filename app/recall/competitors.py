@@ -63,6 +63,23 @@ def _groups(members: list[Hit], edges: set[frozenset[UUID]]) -> list[list[Hit]]:
     return [group for group in groups.values() if len(group) > 1]
 
 
+def contenders(hits: Sequence[Hit], settings: Settings) -> list[Hit]:
+    """The first hits that may trade places: in the window and about as relevant as its best."""
+    window = list(hits[: settings.window])
+    if len(window) < 2:
+        return []
+    best = max(hit.relevance for hit in window)
+    return [hit for hit in window if hit.relevance >= settings.relevance * best]
+
+
+def lookups(query: str) -> tuple[bool, bool]:
+    """Whether ordering for this query needs the judge's links, and the hits' similarities:
+    a question about the past needs neither, one not about the present only the links."""
+    if asks_about_past(query):
+        return False, False
+    return True, asks_about_present(query)
+
+
 def _refill(order: list[UUID], hits: list[Hit], key) -> None:
     """Put `hits` back into the places they hold in `order`, sorted by `key`."""
     places = {hit_id: position for position, hit_id in enumerate(order)}
@@ -82,11 +99,9 @@ def reorder(
     """The hits' ids in their new order (see the module docstring). `links` maps a pair of
     ids to the judge's link type, `similarity` a pair to the cosine of the two memories."""
     order = [hit.id for hit in hits]
-    window = list(hits[: settings.window])
-    if len(window) < 2:
+    members = contenders(hits, settings)
+    if not members:
         return order
-    best = max(hit.relevance for hit in window)
-    members = [hit for hit in window if hit.relevance >= settings.relevance * best]
     subjects = {hit.id: subject(hit.content) for hit in members}
     named = asked_subject(query)
 

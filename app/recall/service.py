@@ -225,23 +225,26 @@ def _rank(
 
 async def _prefer_newer(session: AsyncSession, ranked: list[Scored], *, query: str, settings: Settings) -> list[Scored]:
     """The first hits in the order app/recall/competitors.py gives competing memories."""
-    window = ranked[: settings.competitor_window]
-    if len(window) < 2:
-        return ranked
-    ids = [item.memory.id for item in window]
-    order = competitors.reorder(
-        [competitors.Hit(item.memory.id, item.memory.content, item.memory.created_at, item.parts.semantic) for item in window],
-        query=query,
-        links=await repository.links_among(session, ids),
-        similarity=await repository.similarities_among(session, ids),
-        settings=competitors.Settings(
-            window=settings.competitor_window,
-            similarity=settings.competitor_similarity,
-            relevance=settings.competitor_relevance,
-        ),
+    rules = competitors.Settings(
+        window=settings.competitor_window, similarity=settings.competitor_similarity, relevance=settings.competitor_relevance
     )
-    by_id = {item.memory.id: item for item in window}
-    return [by_id[memory_id] for memory_id in order] + ranked[len(window) :]
+    window = [
+        competitors.Hit(item.memory.id, item.memory.content, item.memory.created_at, item.parts.semantic)
+        for item in ranked[: rules.window]
+    ]
+    ids = [hit.id for hit in competitors.contenders(window, rules)]
+    if len(ids) < 2:
+        return ranked
+    need_links, need_similarity = competitors.lookups(query)
+    order = competitors.reorder(
+        window,
+        query=query,
+        links=await repository.links_among(session, ids) if need_links else {},
+        similarity=await repository.similarities_among(session, ids) if need_similarity else {},
+        settings=rules,
+    )
+    by_id = {item.memory.id: item for item in ranked[: rules.window]}
+    return [by_id[memory_id] for memory_id in order] + ranked[rules.window :]
 
 
 def _explain(routes: dict[str, RouteRows], ranked: list[Scored], *, top_k: int, weights: scoring.Weights) -> Explain:

@@ -3,7 +3,7 @@
 from datetime import datetime, timezone
 from uuid import UUID, uuid4
 
-from app.recall.competitors import Hit, Settings, reorder
+from app.recall.competitors import Hit, Settings, lookups, reorder
 
 SETTINGS = Settings(window=10, similarity=0.86, relevance=0.6)
 
@@ -76,3 +76,9 @@ def test_only_the_window_moves_and_outsiders_keep_their_places() -> None:
         middle.id,
         last.id,
     ]
+
+
+def test_only_what_the_question_needs_is_looked_up() -> None:
+    assert lookups("Which console did the user play on before?") == (False, False)
+    assert lookups("Which games suit the user's console?") == (True, False)
+    assert lookups("Which console does the user play on now?") == (True, True)
