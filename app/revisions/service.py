@@ -169,7 +169,8 @@ async def log_revision(
 
 async def _apply_conflict(session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime) -> None:
     if await _change(session, old, _supersede(new, at=at), changed_by=tag(revision), at=at):
-        await _change(session, new, _set(supersedes=old.id, revised_at=at), changed_by=tag(revision), at=at)
+        # The replacing memory is not cooled down: the next update in a chain must reach it.
+        await _change(session, new, _set(supersedes=old.id), changed_by=tag(revision), at=at)
         await repository.link(session, source=new.id, target=old.id, kind="supersedes", revision_id=revision.id)
 
 
@@ -221,7 +222,6 @@ async def _apply_refine(
         metadata={**old.metadata_, **new.metadata_},
     )
     merged.supersedes = old.id
-    merged.revised_at = at
     merged = await memories.insert(session, merged)
     await memories.add_version(session, merged, changed_by=tag(revision), at=at)
     revision.merged_memory_id = merged.id

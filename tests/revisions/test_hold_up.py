@@ -178,6 +178,16 @@ async def test_a_trip_answers_where_the_user_is_now_and_home_where_they_live(cli
     assert [hit["memory"]["id"] for hit in await search(client, "Which city does the user live in?")][0] == home["id"]
 
 
+async def test_a_chain_written_within_minutes_leaves_only_the_last_active(client, scripted_llm):
+    scripted_llm.decide = every_candidate("CONFLICT")
+    first = (await write(client, "User's team standup is at 9:30."))["memory"]
+    second = (await write(client, "User's team standup moved to 10:00."))["memory"]
+    third = await write(client, "User's team standup moved again, to 9:15.")
+    assert second["id"] in [r["old_memory_id"] for r in third["revisions"] if r["status"] == "applied"]
+    statuses = [(await memory(client, m["id"]))["memory"]["status"] for m in (first, second, third["memory"])]
+    assert statuses == ["superseded", "superseded", "active"]
+
+
 # ------------------------------------------------------------------------- refinements
 async def test_refine_never_merges_two_attributes_of_one_subject(client):
     language = (await write(client, "The payments service is written in Go."))["memory"]
