@@ -21,6 +21,10 @@ from app.core.metrics import RequestMetricsMiddleware, count_search
 from app.core.settings import Settings
 from app.core.settings import settings as default_settings
 from app.embeddings.provider import EmbeddingProvider, build_provider
+from app.context.router import router as context_router
+from app.conversations.router import router as conversations_router
+from app.jobs.router import router as jobs_router
+from app.jobs.runner import JobRunner
 from app.maintenance.router import router as maintenance_router
 from app.memories.router import router as memories_router
 from app.memories.write_rate import WriteRate
@@ -32,6 +36,7 @@ from app.reflections.router import router as reflections_router
 from app.revisions import queue
 from app.revisions.judges import build_judge
 from app.revisions.router import router as revisions_router
+from app.working.router import router as working_router
 
 logger = logging.getLogger("hindsight")
 
@@ -44,6 +49,7 @@ def attach_runtime(app: FastAPI, *, settings: Settings, engine: AsyncEngine, emb
     app.state.read_sessions = app.state.sessionmaker
     app.state.embedder = embedder
     app.state.judge = build_judge(settings)
+    app.state.jobs = JobRunner(sessions=app.state.sessionmaker, state=app.state, settings=settings)
 
 
 def create_app(settings: Settings = default_settings) -> FastAPI:
@@ -64,6 +70,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
             async with AsyncExitStack() as stack:
                 if settings.revision_mode == "async":
                     app.state.revision_queue = await stack.enter_async_context(queue.connected(url))
+                await stack.enter_async_context(app.state.jobs.running())
                 yield
         finally:
             await engine.dispose()
@@ -93,5 +100,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     app.include_router(reflections_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(revisions_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(maintenance_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
+    for router in (conversations_router, working_router, context_router, jobs_router):
+        app.include_router(router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(ops_router)
     return app

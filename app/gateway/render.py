@@ -49,5 +49,19 @@ def lessons(answer: dict[str, Any]) -> str:
     return "\n".join(lines) or "No lessons for this."
 
 
+def conversation(answer: dict[str, Any]) -> str:
+    if "job" in answer:  # a long conversation continues as a job
+        job = answer["job"]
+        return f"Remembering {job['progress']['total']} messages in the background (job {job['id']}, {job['status']})."
+    lines = [f"Remembered {answer['stored']} new messages ({answer['already_stored']} already known, {answer['rejected']} refused)."]
+    lines += [f"- {memory['content']} (key={memory['key']})" for memory in answer["extraction"]["memories"] if memory["status"] < 400]
+    lines += [f"- message {m['index']} refused: {m['problem']['detail']}" for m in answer["messages"] if m["status"] == "rejected"]
+    return "\n".join(lines)
+
+
+def context(answer: dict[str, Any]) -> str:
+    return answer["context"] or "Nothing relevant is known yet."
+
+
 def compact(answer: dict[str, Any]) -> str:
     return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))

@@ -17,6 +17,8 @@ from app.core.metrics import GATEWAY_DEGRADED
 from app.gateway import render
 from app.gateway.api import Api, ApiProblem, ApiUnavailable, Call
 from app.gateway.arguments import ToolArguments, published_schema
+from app.context.schemas import ContextRequest
+from app.conversations.schemas import ConversationWrite
 from app.memories.schemas import MemoryWrite
 from app.recall.schemas import SearchRequest
 from app.reflections.schemas import EventsRequest, LessonFeedback, LessonSearch, MemoryFeedback
@@ -102,6 +104,19 @@ SPECS = (
         "Before a tool call or task, ask what past tasks taught: recommendations to follow and warnings "
         "about what failed before.",
         "POST", "/v1/reflections/search", LessonSearch, render=render.lessons, annotations=READ_ONLY,
+    ),
+    Spec(
+        "hindsight_remember_conversation",
+        "Remember the latest messages of the conversation (yours and the user's, with their ids): each is kept "
+        "as it was said, facts about the user are extracted and kept current, and the session's working memory "
+        "is updated. Send each turn's new messages; sending a message again stores nothing new.",
+        "POST", "/v1/conversations", ConversationWrite, render=render.conversation,
+    ),
+    Spec(
+        "hindsight_context",
+        "Before answering, get what you should know for this turn within a token budget: this session's working "
+        "memory, relevant long-term memories (dated, with what they replaced) and lessons, as Markdown to read.",
+        "POST", "/v1/context", ContextRequest, render=render.context, annotations=READ_ONLY,
     ),
     Spec(
         "hindsight_lesson_feedback",

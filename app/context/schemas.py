@@ -1,0 +1,82 @@
+"""Shapes of `POST /v1/context` (SPEC section 12)."""
+
+from datetime import datetime
+from typing import Literal, Self
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from app.core.settings import settings
+from app.core.validation import NOT_BLANK, RequestBody, integer
+from app.memories.schemas import MemoryOut, Namespace
+
+PartKind = Literal["working", "memory", "lesson"]
+
+
+class ContextRequest(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["namespace"], "properties": {"namespace": {"type": "string"}}},
+                {"required": ["namespaces"], "properties": {"namespaces": {"type": "array"}}},
+            ]
+        }
+    )
+
+    query: str = Field(
+        min_length=1,
+        max_length=2_000,
+        json_schema_extra={"pattern": NOT_BLANK},
+        description="What the agent is about to answer or do: the turn's user message, or a summary of it.",
+        examples=["Book me a table for dinner on Friday."],
+    )
+    namespace: Namespace | None = None
+    namespaces: list[Namespace] | None = Field(default=None, min_length=1, max_length=20)
+    session_id: str | None = Field(default=None, min_length=1, max_length=200, description="Adds this session's working memory.")
+    budget_tokens: integer(ge=1, le=settings.context_max_budget_tokens) = Field(
+        description="The most tokens the context may take, as the configured tokenizer counts them (`tokenizer` in the answer)."
+    )
+
+    @field_validator("query")
+    @classmethod
+    def _query_present(cls, query: str) -> str:
+        if not query.strip():
+            raise ValueError("query must not be empty")
+        return query
+
+    @model_validator(mode="after")
+    def _one_namespace_field(self) -> Self:
+        if (self.namespace is None) == (self.namespaces is None):
+            raise ValueError("give exactly one of namespace or namespaces")
+        return self
+
+    @property
+    def all_namespaces(self) -> list[str]:
+        return [self.namespace] if self.namespace is not None else list(dict.fromkeys(self.namespaces or []))
+
+
+class Replaced(BaseModel):
+    memory_id: UUID
+    content: str
+    created_at: datetime
+
+
+class ContextPart(BaseModel):
+    kind: PartKind
+    id: str = Field(description="The memory's or lesson's id; for working memory, the item's.")
+    text: str = Field(description="The part as it appears in `context`.")
+    tokens: int
+    score: float = Field(description="How it ranked within its kind: working importance, search score or lesson score.")
+    at: datetime | None = None
+    memory: MemoryOut | None = None
+    replaces: Replaced | None = Field(default=None, description="What this memory superseded.")
+    lesson_type: Literal["recommendation", "warning"] | None = None
+
+
+class ContextResponse(BaseModel):
+    context: str = Field(description="Markdown for the model's prompt; empty when nothing fits or nothing is known.")
+    tokens: int = Field(description="Tokens of `context`, never more than `budget_tokens`.")
+    budget_tokens: int
+    tokenizer: str
+    parts: list[ContextPart] = Field(description="What `context` holds, in its order.")
+    omitted: dict[str, int] = Field(description="Candidates per kind that did not fit.")
