@@ -11,7 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from app.bench import harness, latency, locomo, retrieval, updates
+from app.bench import conversations as conversation_suite
+from app.bench import harness, latency, locomo, longmemeval, retrieval, updates
 from app.core.migrations import scratch_database
 from app.core.settings import settings
 from app.revisions.judges import build_judge
@@ -21,13 +22,23 @@ SHARED = Path(__file__).resolve().parents[3] / "shared" / "bench"
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__)
-    parser.add_argument("--suites", default="locomo,updates,latency", help="comma list of: locomo, updates, latency")
+    parser.add_argument(
+        "--suites", default="locomo,updates,latency,conversations", help="comma list of: locomo, updates, latency, conversations"
+    )
     parser.add_argument("--updates", type=Path, default=SHARED / "updates" / "updates_dev.jsonl")
     parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo10.json")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--sizes", default="10000,100000", help="memories per latency run")
     parser.add_argument("--queries", type=int, default=500, help="searches per latency run")
     parser.add_argument("--writes", type=int, default=500, help="memories written to measure write throughput")
+    parser.add_argument("--longmemeval", type=Path, default=SHARED / "longmemeval" / "longmemeval_s_dev.json.zst")
+    parser.add_argument("--lme-per-type", type=int, default=6, help="LongMemEval questions per question type (half tuning, half report)")
+    parser.add_argument("--budgets", default="1000,2000", help="context budgets in tokens")
+    parser.add_argument(
+        "--replay-updates",
+        default=f"{SHARED / 'updates' / 'updates_dev.jsonl'},{SHARED / 'updates' / 'updates_dev2.jsonl'}",
+        help="update cases replayed as conversations (comma list of files)",
+    )
     parser.add_argument("--database-url", default=None, help="default: a fresh embedded PostgreSQL, deleted afterwards")
     parser.add_argument("--out", type=Path, default=Path("bench-results") / "latest.json")
     return parser.parse_args(argv)
@@ -98,6 +109,32 @@ def _updates_table(by_judge: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _conversations_tables(lme: dict[str, Any], budgets: list[int], replay: dict[str, Any]) -> str:
+    context = " | ".join(f"context@{b} | top-k cut@{b}" for b in budgets)
+    lines = [
+        "LongMemEval dev, conversations vs per-message writes (turn recall_any@5; context recall = an evidence turn inside the context)",
+        f"| split | questions | turns | per-message R@5 | conversation R@5 (strict) | keyed memories | {context} |",
+        "|---|---|---|---|---|---|" + "---|---|" * len(budgets),
+    ]
+    for name in ("tuning", "report", "all"):
+        row = lme.get(name)
+        if row is None:
+            continue
+        figures = " | ".join(f"{row[f'context_recall@{b}']:.3f} | {row[f'topk_cut_recall@{b}']:.3f}" for b in budgets)
+        lines.append(
+            f"| {name} | {row['questions']} | {row['turns']:,} | {row['per_message_recall_at5']:.3f} "
+            f"| {row['conversation_recall_at5']:.3f} ({row['conversation_recall_at5_strict']:.3f}) | {row['keyed_memories']} | {figures} |"
+        )
+    lines += ["", "Knowledge updates replayed as conversations (rule extraction; facts = semantic memories) beside direct writes (rule judge)",
+              "| split | cases | direct pass | conversation pass | cases with facts | conversation wrong supersedes |", "|---|---|---|---|---|---|"]
+    for split, row in replay.items():
+        lines.append(
+            f"| {split} | {row['cases']} | {row['direct']['pass_rate']['all']:.2f} | {row['conversation']['pass_rate']['all']:.2f} "
+            f"| {row['conversation']['cases_with_facts']} | {row['conversation']['wrong_supersede_rate']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
 async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, Any], list[str]]:
     suites = {suite.strip() for suite in args.suites.split(",") if suite.strip()}
     results: dict[str, Any] = {}
@@ -128,6 +165,21 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
             writes = await latency.write_throughput(client, count=args.writes) if args.writes else None
             results["latency"] = {"runs": reports, "write_memories_per_second": writes}
             tables.append(_latency_table(reports, writes))
+        if "conversations" in suites:
+            budgets = [int(budget) for budget in args.budgets.split(",")]
+            questions = longmemeval.sample(longmemeval.load(args.longmemeval), per_type=args.lme_per_type)
+            summary, outcomes, seconds = await conversation_suite.run_longmemeval(
+                app, client, questions, budgets=budgets, tokenizer=settings.context_tokenizer
+            )
+            cases = [case for path in filter(None, args.replay_updates.split(",")) for case in updates.load(Path(path))]
+            replay = await conversation_suite.compare_updates(client, cases)
+            results["conversations"] = {
+                "seconds": round(seconds, 1),
+                "longmemeval": summary,
+                "questions": [outcome.__dict__ for outcome in outcomes],
+                "updates_replay": replay,
+            }
+            tables.append(_conversations_tables(summary, budgets, replay))
     return results, tables
 
 

@@ -57,8 +57,19 @@ async def run_case(client: AsyncClient, case: dict[str, Any]) -> CaseResult:
     search.raise_for_status()
     hits = [hit["memory"]["content"] for hit in search.json()["hits"]]
     recent = (await client.get("/debug/recent", params={"namespace": namespace, "n": 500})).json()["memories"]
-    active = [memory for memory in recent if memory["status"] == "active"]
+    by_id = {memory["id"]: memory for memory in recent}
+    return judge_case(
+        case,
+        hits=hits,
+        active=sum(memory["status"] == "active" for memory in recent),
+        written=len(written),
+        superseded=sum(1 for memory_id in written if by_id[memory_id]["status"] == "superseded"),
+    )
 
+
+def judge_case(case: dict[str, Any], *, hits: list[str], active: int, written: int, superseded: int) -> CaseResult:
+    """Score a case on what search answered and what stayed active: `written` memories of
+    which `superseded` ended superseded."""
     failures = []
     top1 = hits[0] if hits else ""
     missing = [phrase for phrase in case["expect_top1_contains"] if not _contains(top1, phrase)]
@@ -67,19 +78,17 @@ async def run_case(client: AsyncClient, case: dict[str, Any]) -> CaseResult:
     stale = [phrase for phrase in case["expect_not_active_contains"] if any(_contains(hit, phrase) for hit in hits)]
     if stale:
         failures.append(f"active hits still say {stale}")
-    if len(active) != case["expect_active_count"]:
-        failures.append(f"{len(active)} active, expected {case['expect_active_count']}")
+    if active != case["expect_active_count"]:
+        failures.append(f"{active} active, expected {case['expect_active_count']}")
     keep_all = case["expect_active_count"] == len(case["memories"])
-    by_id = {memory["id"]: memory for memory in recent}
-    wrong = sum(1 for memory_id in written if by_id[memory_id]["status"] == "superseded") if keep_all else 0
     return CaseResult(
         case_id=case["id"],
         relation=case["relation"],
         lang=case["lang"],
         passed=not failures,
         failures=tuple(failures),
-        expected_active=len(written) if keep_all else 0,
-        wrongly_superseded=wrong,
+        expected_active=written if keep_all else 0,
+        wrongly_superseded=superseded if keep_all else 0,
     )
 
 
@@ -102,7 +111,7 @@ def summarise(results: list[CaseResult]) -> dict[str, Any]:
 async def run(client: AsyncClient, cases: list[dict[str, Any]], *, label: str) -> dict[str, Any]:
     results = []
     for case in tqdm(cases, desc=f"updates ({label})", unit="case"):
-        with _case_relation(case["relation"]):
+        with case_relation(case["relation"]):
             results.append(await run_case(client, case))
     return summarise(results)
 
@@ -113,7 +122,7 @@ _current_relation: list[str] = []
 
 
 @contextmanager
-def _case_relation(relation: str) -> Iterator[None]:
+def case_relation(relation: str) -> Iterator[None]:
     _current_relation.append(relation)
     try:
         yield

@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Literal, Self
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from app.core.settings import settings
 from app.core.validation import NOT_BLANK, RequestBody, integer
@@ -35,6 +35,11 @@ class ContextRequest(RequestBody):
     session_id: str | None = Field(default=None, min_length=1, max_length=200, description="Adds this session's working memory.")
     budget_tokens: integer(ge=1, le=settings.context_max_budget_tokens) = Field(
         description="The most tokens the context may take, as the configured tokenizer counts them (`tokenizer` in the answer)."
+    )
+    record_access: StrictBool = Field(
+        default=True,
+        description="Count what the context uses as accessed (memories' recency and access, working memory's importance); "
+        "false for read-only looks such as evaluations.",
     )
 
     @field_validator("query")

@@ -124,10 +124,11 @@ async def build(
     candidates = held + recalled + lessons
     shares = {"working": settings.context_share_working, "lesson": settings.context_share_lessons}
     text, chosen = packing.pack(candidates, budget=request.budget_tokens, shares=shares, tokenizer=settings.context_tokenizer)
-    await working.used(session, [candidate.payload["item"].id for candidate in chosen if candidate.kind == "working"], settings=settings)
-    used_memories = [candidate.payload["hit"].memory.id for candidate in chosen if candidate.kind == "memory"]
-    if used_memories:
-        after_answer(recall.count_access, read_sessions, used_memories, at=now)
+    if request.record_access:
+        await working.used(session, [candidate.payload["item"].id for candidate in chosen if candidate.kind == "working"], settings=settings)
+        used_memories = [candidate.payload["hit"].memory.id for candidate in chosen if candidate.kind == "memory"]
+        if used_memories:
+            after_answer(recall.count_access, read_sessions, used_memories, at=now)
     omitted = {kind: sum(c.kind == kind for c in candidates) - sum(c.kind == kind for c in chosen) for kind in packing.SECTIONS}
     return ContextResponse(
         context=text,

@@ -134,6 +134,7 @@ def _alternation(words: list[str]) -> str:
 # Slots whose value is a capitalised name: filler words cannot be one, but "the" may lead it.
 _NAMED_KINDS = frozenset({"place", "org", "name", "thing"})
 _FREE_KINDS = _NAMED_KINDS | {"np", "nps"}
+_PRONOUNS = frozenset("i me my mine you your yours he him his she her hers it its we us our ours they them their theirs".split())
 
 
 def _group(label: str | None, body: str, kind: str, counter: list[int]) -> str:
@@ -240,7 +241,9 @@ def _acceptable(value: str, kind: str, language: str) -> bool:
         return True  # a word of a list, a time, a date: its shape is the check
     if kind in _NAMED_KINDS:
         return lowered not in english and not re.fullmatch(rf"{_DAY}|{_MONTH}", lowered)
-    return lowered.split()[0] not in english and lowered not in english
+    words = lowered.split()
+    # A phrase pointing at someone ("seeing her grow", "using my skills") is no fact of its own.
+    return words[0] not in english and lowered not in english and not _PRONOUNS.intersection(words)
 
 
 def slug(text: str) -> str:

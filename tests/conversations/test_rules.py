@@ -64,6 +64,8 @@ def test_chinese_statements(text, expected):
         "I like the idea.",  # no object worth a key
         "I love it when you explain things slowly.",
         "I live in a small apartment.",  # not a place name
+        "I love seeing her grow.",  # about someone else
+        "I'm passionate about using my skills.",
         "我朋友住在北京。",
         "如果我住在北京就好了。",
         "我打算明年搬到上海。",

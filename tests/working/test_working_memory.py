@@ -39,9 +39,11 @@ async def test_items_start_at_their_kinds_importance_and_decay_per_user_turn(cli
         ("3 tables free", 0.38),
     ]
 
-    # Used in a context, an item gains 0.1, up to 1.
-    context = await client.post("/v1/context", json={"namespace": NS, "session_id": "s1", "query": "dinner booking", "budget_tokens": 500})
-    assert context.status_code == 200
+    # Used in a context, an item gains 0.1, up to 1; a read-only look changes nothing.
+    body = {"namespace": NS, "session_id": "s1", "query": "dinner booking", "budget_tokens": 500}
+    assert (await client.post("/v1/context", json={**body, "record_access": False})).status_code == 200
+    assert {item["content"]: round(item["score"], 4) for item in (await working(client))["items"]}["Which evening?"] == 0.57
+    assert (await client.post("/v1/context", json=body)).status_code == 200
     boosted = {item["content"]: round(item["score"], 4) for item in (await working(client))["items"]}
     assert boosted == {"Friday at eight.": 1.0, "Book a table for two.": 1.0, "Which evening?": 0.67, "3 tables free": 0.48}
 
