@@ -7,6 +7,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import Depends, FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.context.router import router as context_router
+from app.conversations.router import router as conversations_router
 from app.core.auth import AUTHENTICATED_PROBLEMS, get_access, warn_if_open
 from app.core.database import (
     check_reachable,
@@ -21,8 +23,6 @@ from app.core.metrics import RequestMetricsMiddleware, count_search
 from app.core.settings import Settings
 from app.core.settings import settings as default_settings
 from app.embeddings.provider import EmbeddingProvider, build_provider
-from app.context.router import router as context_router
-from app.conversations.router import router as conversations_router
 from app.jobs.router import router as jobs_router
 from app.jobs.runner import JobRunner
 from app.maintenance.router import router as maintenance_router

@@ -55,7 +55,9 @@ class CachingEmbedder:
         missing = list(dict.fromkeys(text for text in texts if text not in self._passages))
         if missing:
             self._passages.update(zip(missing, await self.real.embed_passages(missing), strict=True))
-        return np.vstack([self._passages[text] for text in texts]) if texts else np.empty((0, self.dim), dtype=np.float32)
+        return (
+            np.vstack([self._passages[text] for text in texts]) if texts else np.empty((0, self.dim), dtype=np.float32)
+        )
 
     async def embed_query(self, text: str) -> np.ndarray:
         if text not in self._queries:
@@ -115,16 +117,25 @@ def _sessions(question: Question) -> Iterator[list]:
         yield current
 
 
-async def _write_conversations(app: FastAPI, client: AsyncClient, namespace: str, question: Question) -> list[dict[str, Any]]:
+async def _write_conversations(
+    app: FastAPI, client: AsyncClient, namespace: str, question: Question
+) -> list[dict[str, Any]]:
     """Each haystack session as one conversation; the keyed memories extracted."""
     extracted = []
     longest = app.state.settings.conversation_max_message_chars  # two turns of 255 haystacks are longer
     for session in _sessions(question):
         messages = [
-            {"id": turn.turn_id, "role": turn.role, "content": turn.content[:longest], "at": turn.at.isoformat()} for turn in session
+            {"id": turn.turn_id, "role": turn.role, "content": turn.content[:longest], "at": turn.at.isoformat()}
+            for turn in session
         ]
         response = await client.post(
-            "/v1/conversations", json={"namespace": namespace, "session_id": session[0].session_id, "messages": messages, "extract": "rules"}
+            "/v1/conversations",
+            json={
+                "namespace": namespace,
+                "session_id": session[0].session_id,
+                "messages": messages,
+                "extract": "rules",
+            },
         )
         response.raise_for_status()
         answer = response.json()
@@ -176,7 +187,9 @@ async def _context_turns(client: AsyncClient, namespace: str, query: str, budget
     }
 
 
-async def run_question(app: FastAPI, client: AsyncClient, question: Question, *, budgets: list[int], tokenizer: str) -> Outcome:
+async def run_question(
+    app: FastAPI, client: AsyncClient, question: Question, *, budgets: list[int], tokenizer: str
+) -> Outcome:
     tag = uuid.uuid4().hex[:6]
     per_message, conversation = f"bench:lme:{question.question_id}:{tag}:m", f"bench:lme:{question.question_id}:{tag}:c"
     max_chars = app.state.settings.max_content_chars
@@ -201,7 +214,10 @@ async def run_question(app: FastAPI, client: AsyncClient, question: Question, *,
         keyed=sum(memory["status"] == 201 for memory in extracted),
         context=context,
         cut=cut,
-        extracted=[{"key": memory["key"], "content": memory["content"], "message_id": memory["message_id"]} for memory in extracted],
+        extracted=[
+            {"key": memory["key"], "content": memory["content"], "message_id": memory["message_id"]}
+            for memory in extracted
+        ],
     )
 
 
@@ -258,14 +274,24 @@ def case_split(case: dict[str, Any]) -> str:
 async def replay_case(client: AsyncClient, case: dict[str, Any]) -> tuple[updates.CaseResult, int]:
     """The case as one conversation of user messages; its result and how many facts it yielded."""
     namespace = f"{case['namespace']}:replay-{uuid.uuid4().hex[:8]}"
-    messages = [{"id": f"m{n}", "role": "user", "content": memory["content"], "at": memory["at"]} for n, memory in enumerate(case["memories"])]
+    messages = [
+        {"id": f"m{n}", "role": "user", "content": memory["content"], "at": memory["at"]}
+        for n, memory in enumerate(case["memories"])
+    ]
     response = await client.post(
-        "/v1/conversations", json={"namespace": namespace, "session_id": f"case-{case['id']}", "messages": messages, "extract": "rules"}
+        "/v1/conversations",
+        json={"namespace": namespace, "session_id": f"case-{case['id']}", "messages": messages, "extract": "rules"},
     )
     response.raise_for_status()
     search = await client.post(
         "/v1/memories/search",
-        json={"query": case["query"], "namespace": namespace, "top_k": 10, "memory_types": ["semantic"], "record_access": False},
+        json={
+            "query": case["query"],
+            "namespace": namespace,
+            "top_k": 10,
+            "memory_types": ["semantic"],
+            "record_access": False,
+        },
     )
     search.raise_for_status()
     hits = [hit["memory"]["content"] for hit in search.json()["hits"]]

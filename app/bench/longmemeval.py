@@ -49,7 +49,9 @@ def _date(text: str) -> datetime:
 
 def _question(raw: dict) -> Question:
     turns = []
-    for session_id, date, session in zip(raw["haystack_session_ids"], raw["haystack_dates"], raw["haystack_sessions"], strict=True):
+    for session_id, date, session in zip(
+        raw["haystack_session_ids"], raw["haystack_dates"], raw["haystack_sessions"], strict=True
+    ):
         start = _date(date)
         for index, turn in enumerate(session):
             if not turn["content"].strip():

@@ -46,7 +46,9 @@ def _ordered(chosen: list[Candidate]) -> list[Candidate]:
     return sorted(chosen, key=lambda c: (order.index(c.kind), -c.score))
 
 
-def pack(candidates: list[Candidate], *, budget: int, shares: dict[str, float], tokenizer: str) -> tuple[str, list[Candidate]]:
+def pack(
+    candidates: list[Candidate], *, budget: int, shares: dict[str, float], tokenizer: str
+) -> tuple[str, list[Candidate]]:
     """The context and the parts it holds (in its order); never more than `budget` tokens."""
     for candidate in candidates:
         candidate.tokens = tokens.count(candidate.text + "\n", tokenizer=tokenizer)

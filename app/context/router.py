@@ -1,10 +1,10 @@
 from fastapi import APIRouter, BackgroundTasks
 
+from app.context import service
+from app.context.schemas import ContextRequest, ContextResponse
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
 from app.core.dependencies import EmbedderDep, ReadSessionsDep, SettingsDep
-from app.context import service
-from app.context.schemas import ContextRequest, ContextResponse
 from app.recall.router import SearchCacheDep
 
 router = APIRouter(prefix="/v1/context", tags=["context"])

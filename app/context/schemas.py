@@ -32,7 +32,9 @@ class ContextRequest(RequestBody):
     )
     namespace: Namespace | None = None
     namespaces: list[Namespace] | None = Field(default=None, min_length=1, max_length=20)
-    session_id: str | None = Field(default=None, min_length=1, max_length=200, description="Adds this session's working memory.")
+    session_id: str | None = Field(
+        default=None, min_length=1, max_length=200, description="Adds this session's working memory."
+    )
     budget_tokens: integer(ge=1, le=settings.context_max_budget_tokens) = Field(
         description="The most tokens the context may take, as the configured tokenizer counts them (`tokenizer` in the answer)."
     )

@@ -43,40 +43,65 @@ def lesson_line(lesson: LessonHit, *, warning: bool) -> str:
     return f"- {'Avoid' if warning else 'Do'}: {_one_line(lesson.lesson)} ({lesson.scope})"
 
 
-async def _working(session: AsyncSession, request: ContextRequest, settings: Settings, now: datetime) -> list[Candidate]:
+async def _working(
+    session: AsyncSession, request: ContextRequest, settings: Settings, now: datetime
+) -> list[Candidate]:
     if request.session_id is None:
         return []
     found = []
     for namespace in request.all_namespaces:
-        items = await working.items_for_context(session, namespace=namespace, session_id=request.session_id, settings=settings, now=now)
+        items = await working.items_for_context(
+            session, namespace=namespace, session_id=request.session_id, settings=settings, now=now
+        )
         found += [Candidate("working", str(item.id), working_line(item), item.score, {"item": item}) for item in items]
     return found
 
 
 async def _memories(
-    session: AsyncSession, request: ContextRequest, *, exclude: set[str], embedder: EmbeddingProvider,
-    settings: Settings, read_sessions: recall.ReadSessions, cache: SearchCache, after_answer: Callable[..., None],
+    session: AsyncSession,
+    request: ContextRequest,
+    *,
+    exclude: set[str],
+    embedder: EmbeddingProvider,
+    settings: Settings,
+    read_sessions: recall.ReadSessions,
+    cache: SearchCache,
+    after_answer: Callable[..., None],
 ) -> list[Candidate]:
     search = SearchRequest(
-        query=request.query, namespaces=request.all_namespaces, top_k=settings.context_memory_candidates, record_access=False
+        query=request.query,
+        namespaces=request.all_namespaces,
+        top_k=settings.context_memory_candidates,
+        record_access=False,
     )
     hits = (
         await recall.search(
-            session, request=search, embedder=embedder, settings=settings, read_sessions=read_sessions, cache=cache, after_answer=after_answer
+            session,
+            request=search,
+            embedder=embedder,
+            settings=settings,
+            read_sessions=read_sessions,
+            cache=cache,
+            after_answer=after_answer,
         )
     ).hits
     hits = [hit for hit in hits if str(hit.memory.id) not in exclude]  # already in working memory
     older = await memories.get_many(session, [hit.memory.supersedes for hit in hits if hit.memory.supersedes])
     return [
         Candidate(
-            "memory", str(hit.memory.id), memory_line(hit, older.get(hit.memory.supersedes)), hit.score,
+            "memory",
+            str(hit.memory.id),
+            memory_line(hit, older.get(hit.memory.supersedes)),
+            hit.score,
             {"hit": hit, "replaced": older.get(hit.memory.supersedes)},
         )
         for hit in hits
     ]
 
 
-async def _lessons(session: AsyncSession, request: ContextRequest, *, embedder: EmbeddingProvider, settings: Settings) -> list[Candidate]:
+async def _lessons(
+    session: AsyncSession, request: ContextRequest, *, embedder: EmbeddingProvider, settings: Settings
+) -> list[Candidate]:
     if not settings.context_lesson_candidates:
         return []
     found = []
@@ -84,12 +109,27 @@ async def _lessons(session: AsyncSession, request: ContextRequest, *, embedder: 
         asked = LessonSearch(query=request.query, namespace=namespace, top_k=settings.context_lesson_candidates)
         answer = await reflections.search(session, request=asked, settings=settings, embedder=embedder)
         for warning, lessons in ((False, answer.recommendations), (True, answer.warnings)):
-            found += [Candidate("lesson", str(hit.id), lesson_line(hit, warning=warning), hit.score, {"lesson": hit, "warning": warning}) for hit in lessons]
+            found += [
+                Candidate(
+                    "lesson",
+                    str(hit.id),
+                    lesson_line(hit, warning=warning),
+                    hit.score,
+                    {"lesson": hit, "warning": warning},
+                )
+                for hit in lessons
+            ]
     return found
 
 
 def _part(candidate: Candidate) -> ContextPart:
-    part = ContextPart(kind=candidate.kind, id=candidate.id, text=candidate.text, tokens=candidate.tokens, score=round(candidate.score, 6))
+    part = ContextPart(
+        kind=candidate.kind,
+        id=candidate.id,
+        text=candidate.text,
+        tokens=candidate.tokens,
+        score=round(candidate.score, 6),
+    )
     if candidate.kind == "working":
         part.at = candidate.payload["item"].at
     elif candidate.kind == "memory":
@@ -117,19 +157,33 @@ async def build(
     held = await _working(session, request, settings, now)
     in_working = {str(candidate.payload["item"].memory_id) for candidate in held}
     recalled = await _memories(
-        session, request, exclude=in_working, embedder=embedder, settings=settings,
-        read_sessions=read_sessions, cache=cache, after_answer=after_answer,
+        session,
+        request,
+        exclude=in_working,
+        embedder=embedder,
+        settings=settings,
+        read_sessions=read_sessions,
+        cache=cache,
+        after_answer=after_answer,
     )
     lessons = await _lessons(session, request, embedder=embedder, settings=settings)
     candidates = held + recalled + lessons
     shares = {"working": settings.context_share_working, "lesson": settings.context_share_lessons}
-    text, chosen = packing.pack(candidates, budget=request.budget_tokens, shares=shares, tokenizer=settings.context_tokenizer)
+    text, chosen = packing.pack(
+        candidates, budget=request.budget_tokens, shares=shares, tokenizer=settings.context_tokenizer
+    )
     if request.record_access:
-        await working.used(session, [candidate.payload["item"].id for candidate in chosen if candidate.kind == "working"], settings=settings)
+        await working.used(
+            session,
+            [candidate.payload["item"].id for candidate in chosen if candidate.kind == "working"],
+            settings=settings,
+        )
         used_memories = [candidate.payload["hit"].memory.id for candidate in chosen if candidate.kind == "memory"]
         if used_memories:
             after_answer(recall.count_access, read_sessions, used_memories, at=now)
-    omitted = {kind: sum(c.kind == kind for c in candidates) - sum(c.kind == kind for c in chosen) for kind in packing.SECTIONS}
+    omitted = {
+        kind: sum(c.kind == kind for c in candidates) - sum(c.kind == kind for c in chosen) for kind in packing.SECTIONS
+    }
     return ContextResponse(
         context=text,
         tokens=packing.tokens.count(text, tokenizer=settings.context_tokenizer),

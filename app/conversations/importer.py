@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from app.conversations import service
+from app.conversations.messages import Runtime
 from app.conversations.schemas import ConversationWrite
 from app.core.database import create_engine, create_sessionmaker, resolve_database_url
 from app.core.errors import AppError, validation_errors
@@ -19,7 +20,9 @@ from app.revisions.judges import build_judge
 from app.revisions.service import Context
 
 
-def read(path: Path, *, extract: str | None, settings: Settings) -> tuple[list[ConversationWrite], list[dict[str, Any]]]:
+def read(
+    path: Path, *, extract: str | None, settings: Settings
+) -> tuple[list[ConversationWrite], list[dict[str, Any]]]:
     """The file's conversations, and the lines that are not one (by line number)."""
     conversations, refused = [], []
     with path.open(encoding="utf-8") as lines:
@@ -33,7 +36,9 @@ def read(path: Path, *, extract: str | None, settings: Settings) -> tuple[list[C
                 conversation = ConversationWrite.model_validate(body)
                 service.resolve_mode(conversation.extract, settings)
             except ValueError as error:  # not JSON, or not a conversation
-                errors = validation_errors(error.errors()) if isinstance(error, ValidationError) else [{"msg": str(error)}]
+                errors = (
+                    validation_errors(error.errors()) if isinstance(error, ValidationError) else [{"msg": str(error)}]
+                )
                 refused.append({"line": number, "errors": errors})
             except AppError as error:  # a conversation this configuration cannot remember
                 refused.append({"line": number, "errors": [{"msg": error.detail}]})
@@ -45,12 +50,15 @@ def read(path: Path, *, extract: str | None, settings: Settings) -> tuple[list[C
 async def run(path: Path, *, extract: str | None, settings: Settings) -> dict[str, Any]:
     conversations, refused = read(path, extract=extract, settings=settings)
     engine = create_engine(settings, resolve_database_url(settings))
-    runtime = service.Runtime(
+    runtime = Runtime(
         sessions=create_sessionmaker(engine),
         context=Context(judge=build_judge(settings), embedder=build_provider(settings), settings=settings),
     )
     totals = {"conversations": 0, "received": 0, "stored": 0, "already_stored": 0, "rejected": 0, "extracted": 0}
-    phases = {conversation.extract: 1 if service.resolve_mode(conversation.extract, settings) == "none" else 2 for conversation in conversations}
+    phases = {
+        conversation.extract: 1 if service.resolve_mode(conversation.extract, settings) == "none" else 2
+        for conversation in conversations
+    }
     work = sum(len(conversation.messages) * phases[conversation.extract] for conversation in conversations)
     try:
         with tqdm(total=work, desc="conversations", unit="msg") as bar:

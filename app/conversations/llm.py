@@ -67,7 +67,9 @@ def key_pattern(namespace: str) -> re.Pattern[str]:
     return re.compile(rf"^{re.escape(namespace)}(?::[\w.\-]+){{2,}}$")
 
 
-def _user_prompt(namespace: str, window: list[WindowMessage], known_keys: list[str], nearest: list[dict[str, Any]]) -> str:
+def _user_prompt(
+    namespace: str, window: list[WindowMessage], known_keys: list[str], nearest: list[dict[str, Any]]
+) -> str:
     return json.dumps(
         {
             "namespace": namespace,

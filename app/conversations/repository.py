@@ -11,7 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.models import ConversationMessage, Memory
 
 
-async def known(session: AsyncSession, *, namespace: str, session_id: str, message_ids: Sequence[str]) -> dict[str, ConversationMessage]:
+async def known(
+    session: AsyncSession, *, namespace: str, session_id: str, message_ids: Sequence[str]
+) -> dict[str, ConversationMessage]:
     """The messages of this session already stored, by message id."""
     if not message_ids:
         return {}
@@ -37,7 +39,9 @@ async def claim(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> set[st
     return set((await session.execute(statement)).scalars())
 
 
-async def set_memories(session: AsyncSession, *, namespace: str, session_id: str, memory_ids: dict[str, list[str]]) -> None:
+async def set_memories(
+    session: AsyncSession, *, namespace: str, session_id: str, memory_ids: dict[str, list[str]]
+) -> None:
     for message_id, ids in memory_ids.items():
         await session.execute(
             update(ConversationMessage)
@@ -77,4 +81,3 @@ async def known_keys(session: AsyncSession, *, namespace: str, limit: int) -> li
         .limit(limit)
     )
     return list((await session.execute(statement)).scalars())
-

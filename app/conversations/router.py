@@ -1,11 +1,12 @@
 from fastapi import APIRouter, status
 from fastapi.responses import JSONResponse
 
+from app.conversations import service
+from app.conversations.messages import Runtime
+from app.conversations.schemas import ConversationResult, ConversationWrite
 from app.core.auth import AccessDep
 from app.core.dependencies import ReadSessionsDep
 from app.core.errors import RateLimited, Unprocessable, problem_responses
-from app.conversations import service
-from app.conversations.schemas import ConversationResult, ConversationWrite
 from app.jobs.dependencies import JobsDep
 from app.jobs.schemas import JobAccepted, JobOut
 from app.memories.dependencies import WriteRateDep
@@ -34,10 +35,12 @@ async def remember_conversation(
     session's working memory; conversations longer than the inline limit run as a job (202)."""
     access.check(body.namespace)
     write_rate.admit([(body.session_id, body.namespace)])
-    outcome = await service.remember(service.Runtime(sessions=sessions, context=context), body, jobs=jobs)
+    outcome = await service.remember(Runtime(sessions=sessions, context=context), body, jobs=jobs)
     if isinstance(outcome, ConversationResult):
         return JSONResponse(outcome.model_dump(mode="json"))
     accepted = JobAccepted(job=JobOut.of(outcome))
     return JSONResponse(
-        accepted.model_dump(mode="json"), status_code=status.HTTP_202_ACCEPTED, headers={"Location": f"/v1/jobs/{outcome.id}"}
+        accepted.model_dump(mode="json"),
+        status_code=status.HTTP_202_ACCEPTED,
+        headers={"Location": f"/v1/jobs/{outcome.id}"},
     )

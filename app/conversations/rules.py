@@ -44,12 +44,18 @@ _NP_WORD = rf"(?!(?:{_NP_STOPS})\b)[a-z][a-z'-]*"
 _NP = rf"{_NP_WORD}(?:\s+{_NP_WORD}){{0,3}}"
 # What may follow a phrase that ends its clause: a few words that leave the fact as it is.
 _NP_TAIL = r"(?:\s+(?:a lot|so much|very much|too|as well|anymore|any more|now|these days|nowadays|lately|again|in general|the most|most))?"
-_CLAUSE_END = r"(?=" + _NP_TAIL + r"\s*(?:$|[.!;:)\]\"]|,|\s+(?:and|but|because|so|since|though|although|while|or|whenever|when|if)\b))"
+_CLAUSE_END = (
+    r"(?="
+    + _NP_TAIL
+    + r"\s*(?:$|[.!;:)\]\"]|,|\s+(?:and|but|because|so|since|though|although|while|or|whenever|when|if)\b))"
+)
 # A word of a list that ends its frame may be followed by little more than the clause's end.
 _LEX_END = r"(?=\s*(?:$|[.!,;:)]|\s+(?:and|but|at|in|for|with|now|who|so|because|since|too|as well|anymore)\b))"
 _CAPITALISED = r"[A-Z][\w'.&-]*"
 _PLACE = rf"(?-i:(?:(?i:the)\s+)?(?!I\b){_CAPITALISED}(?:\s+(?:of\s+|de\s+|del\s+|la\s+|on\s+|upon\s+)?(?!I\b){_CAPITALISED}){{0,4}}(?:,\s+(?!I\b)[A-Z][\w.]*(?:\s+[A-Z][\w.]*)?)?)"
-_ORG = rf"(?-i:(?!I\b)[A-Z0-9][\w'.&-]*(?:\s+(?:of\s+|and\s+|&\s+|for\s+|de\s+|the\s+)?(?!I\b)[A-Z0-9][\w'.&-]*){{0,5}})"
+_ORG = (
+    r"(?-i:(?!I\b)[A-Z0-9][\w'.&-]*(?:\s+(?:of\s+|and\s+|&\s+|for\s+|de\s+|the\s+)?(?!I\b)[A-Z0-9][\w'.&-]*){0,5})"
+)
 _NAME = r"(?-i:(?!I\b)[A-Z][a-z-]+(?:\s+(?!I\b)[A-Z][a-z-]+)?)(?![\w'’-])"
 _TIME = r"(?:\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}:\d{2}|\d{1,2}(?=\s*(?:$|[.!,;]|\s+(?:every|each|on|in|at|and|o'clock)))|noon|midnight)(?:\s*o'clock)?"
 _DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
@@ -72,12 +78,21 @@ _ZH_TEXT = r"[\u4e00-\u9fffA-Za-z]"
 _ZH_DIGITS = r"[0-9〇一二两三四五六七八九十]"
 _ZH_SLOTS = {
     # (pattern, what may follow it when it ends the frame)
-    "zplace": (rf"{_ZH_TEXT}{{2,12}}?", rf"(?=的|了|工作|上班|生活|读书|定居|住|啦|呢|吧|啊|和|跟|与|去|来|[{_ZH_PUNCT}]|$)"),
+    "zplace": (
+        rf"{_ZH_TEXT}{{2,12}}?",
+        rf"(?=的|了|工作|上班|生活|读书|定居|住|啦|呢|吧|啊|和|跟|与|去|来|[{_ZH_PUNCT}]|$)",
+    ),
     "zorg": (r"[\u4e00-\u9fffA-Za-z0-9&]{2,20}?", rf"(?=了|工作|上班|任职|就职|实习|做|当|读书|上学|[{_ZH_PUNCT}]|$)"),
     "zname": (rf"{_ZH_TEXT}{{1,4}}?", rf"(?=是|今年|也|在|和|了|[{_ZH_PUNCT}]|$)"),
     "znp": (r"[\u4e00-\u9fffA-Za-z0-9]{1,10}?", rf"(?=的|了|啦|呢|吧|啊|哦|[{_ZH_PUNCT}]|$)"),
-    "ztime": (rf"(?:早上|上午|中午|下午|晚上|凌晨)?{_ZH_DIGITS}{{1,3}}(?:点半|点钟|点(?:{_ZH_DIGITS}{{1,3}}分?)?|:\d{{2}})", ""),
-    "zwhen": (r"(?:每天|每周[一二三四五六日天]|每个?周末|每个?(?:星期|礼拜)[一二三四五六日天]|周[一二三四五六日末])(?:早上|上午|中午|下午|晚上)?", ""),
+    "ztime": (
+        rf"(?:早上|上午|中午|下午|晚上|凌晨)?{_ZH_DIGITS}{{1,3}}(?:点半|点钟|点(?:{_ZH_DIGITS}{{1,3}}分?)?|:\d{{2}})",
+        "",
+    ),
+    "zwhen": (
+        r"(?:每天|每周[一二三四五六日天]|每个?周末|每个?(?:星期|礼拜)[一二三四五六日天]|周[一二三四五六日末])(?:早上|上午|中午|下午|晚上)?",
+        "",
+    ),
     "zdate": (rf"(?:\d{{4}}年)?{_ZH_DIGITS}{{1,3}}月{_ZH_DIGITS}{{1,3}}[日号]", ""),
     "znum": (rf"{_ZH_DIGITS}{{1,3}}", ""),
 }
@@ -134,7 +149,9 @@ def _alternation(words: list[str]) -> str:
 # Slots whose value is a capitalised name: filler words cannot be one, but "the" may lead it.
 _NAMED_KINDS = frozenset({"place", "org", "name", "thing"})
 _FREE_KINDS = _NAMED_KINDS | {"np", "nps"}
-_PRONOUNS = frozenset("i me my mine you your yours he him his she her hers it its we us our ours they them their theirs".split())
+_PRONOUNS = frozenset(
+    "i me my mine you your yours he him his she her hers it its we us our ours they them their theirs".split()
+)
 
 
 def _group(label: str | None, body: str, kind: str, counter: list[int]) -> str:
@@ -144,16 +161,35 @@ def _group(label: str | None, body: str, kind: str, counter: list[int]) -> str:
 
 
 def _en_slot(name: str, label: str | None, extra: str | None, *, subject: str, at_end: bool, counter: list[int]) -> str:
-    fixed = {"subj": _SUBJECT[subject], "my": _POSSESSIVE[subject], "be": _BE, "have": _HAVE, "adv": _ADVERBS, "freq": _FREQUENCY}
+    fixed = {
+        "subj": _SUBJECT[subject],
+        "my": _POSSESSIVE[subject],
+        "be": _BE,
+        "have": _HAVE,
+        "adv": _ADVERBS,
+        "freq": _FREQUENCY,
+    }
     if name in fixed:
         return fixed[name]
     if name == "lex":
         body, label = rf"(?:{_alternation(_words()[label])})(?![\w-])" + (_LEX_END if at_end else ""), extra
     elif name in ("np", "thing", "nps"):
-        phrase = {"np": _NP, "nps": rf"{_NP}(?:(?:,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+){_NP})*", "thing": rf"(?:{_ORG}|{_NP})"}[name]
+        phrase = {
+            "np": _NP,
+            "nps": rf"{_NP}(?:(?:,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+){_NP})*",
+            "thing": rf"(?:{_ORG}|{_NP})",
+        }[name]
         body = phrase + (_CLAUSE_END if at_end else "")
     else:
-        body = {"place": _PLACE, "org": _ORG, "name": _NAME, "time": _TIME, "when": _WHEN, "date": _DATE, "num": _NUMBER}[name]
+        body = {
+            "place": _PLACE,
+            "org": _ORG,
+            "name": _NAME,
+            "time": _TIME,
+            "when": _WHEN,
+            "date": _DATE,
+            "num": _NUMBER,
+        }[name]
         if name == "num":
             body += r"(?!\d)"
     return _group(label, body, name, counter)
@@ -312,7 +348,10 @@ def extract(text: str, *, from_user: bool, max_chars: int) -> list[Fact]:
         return []
     text = unicodedata.normalize("NFKC", text).replace("’", "'")
     subject = "self" if from_user else "third"
-    clauses = {"en": _en_clauses(text) if _LATIN.search(text) else [], "zh": _zh_clauses(text) if _CJK.search(text) else []}
+    clauses = {
+        "en": _en_clauses(text) if _LATIN.search(text) else [],
+        "zh": _zh_clauses(text) if _CJK.search(text) else [],
+    }
     found: dict[str, Fact] = {}
     for clause_language, language_clauses in clauses.items():
         for clause in language_clauses:

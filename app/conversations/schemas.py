@@ -39,10 +39,16 @@ class Message(BaseModel):
     content: Annotated[
         str,
         AfterValidator(_said_something),
-        Field(min_length=1, max_length=settings.conversation_max_message_chars, json_schema_extra={"pattern": NOT_BLANK}),
+        Field(
+            min_length=1, max_length=settings.conversation_max_message_chars, json_schema_extra={"pattern": NOT_BLANK}
+        ),
     ]
-    at: Timestamp | None = Field(default=None, description="When it was said; defaults to the previous message's time, or now.")
-    name: str | None = Field(default=None, min_length=1, max_length=100, description="The speaker's name, if not just the role.")
+    at: Timestamp | None = Field(
+        default=None, description="When it was said; defaults to the previous message's time, or now."
+    )
+    name: str | None = Field(
+        default=None, min_length=1, max_length=100, description="The speaker's name, if not just the role."
+    )
 
 
 class ConversationWrite(RequestBody):
@@ -61,7 +67,9 @@ class ConversationWrite(RequestBody):
     def _bounded(self) -> Self:
         total = sum(len(message.content) for message in self.messages)
         if total > settings.conversation_max_total_chars:
-            raise ValueError(f"the messages hold {total} characters; at most {settings.conversation_max_total_chars} per request")
+            raise ValueError(
+                f"the messages hold {total} characters; at most {settings.conversation_max_total_chars} per request"
+            )
         ids = [message.id for message in self.messages if message.id is not None]
         if len(ids) != len(set(ids)):
             raise ValueError("message ids must be unique within a request")
@@ -75,7 +83,9 @@ class MessageOutcome(BaseModel):
     index: int
     message_id: str
     status: Literal["stored", "already_stored", "rejected"]
-    memory_ids: list[UUID] = Field(default=[], description="The episodic memories holding it (several parts when long).")
+    memory_ids: list[UUID] = Field(
+        default=[], description="The episodic memories holding it (several parts when long)."
+    )
     problem: Problem | None = None
 
 
@@ -93,8 +103,12 @@ class ExtractedMemory(BaseModel):
 class Extraction(BaseModel):
     extractor: str = Field(description="`rules`, `llm:<model>` or `none`.")
     memories: list[ExtractedMemory] = []
-    dropped_malformed_keys: int = Field(default=0, description="LLM memories dropped for a key not shaped `namespace:subject:attribute`.")
-    dropped_invalid: int = Field(default=0, description="LLM memories dropped for another reason (no text, unknown message, ...).")
+    dropped_malformed_keys: int = Field(
+        default=0, description="LLM memories dropped for a key not shaped `namespace:subject:attribute`."
+    )
+    dropped_invalid: int = Field(
+        default=0, description="LLM memories dropped for another reason (no text, unknown message, ...)."
+    )
     notes: list[str] = []
 
 

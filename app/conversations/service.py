@@ -10,73 +10,26 @@ a job that ran again after its process died skips what was stored and what was e
 
 import hashlib
 import uuid
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from app.core.auth import OPEN
+from app.conversations import repository
+from app.conversations.extraction import extract
+from app.conversations.messages import Message, Progress, Runtime, runtime_of
+from app.conversations.schemas import ConversationResult, ConversationWrite, MessageOutcome, WorkingOutcome
 from app.core.errors import Conflict, SensitiveContent, Unprocessable, problem_of
 from app.core.settings import Settings
-from app.conversations import llm, repository, rules
-from app.conversations.schemas import (
-    ConversationResult,
-    ConversationWrite,
-    ExtractedMemory,
-    Extraction,
-    MessageOutcome,
-    WorkingOutcome,
-)
 from app.jobs.runner import JobContext, JobRunner, handler
 from app.memories import records
 from app.memories import repository as memories
-from app.memories import service as writes
 from app.memories.sensitive import find_sensitive
 from app.models import Job
 from app.recall.cache import mark_written
 from app.recall.lexical import lexemes
-from app.revisions.dependencies import context_of
-from app.revisions.service import Context
 from app.working import service as working
 
-Sessions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
-Progress = Callable[[int, int | None], Awaitable[None]]
 JOB_KIND = "conversation.ingest"
-# source.kind of what a message says (issue 12 gives it a trust weight).
-SOURCE_KIND = {"user": "user", "assistant": "agent", "system": "agent", "tool": "tool"}
-
-
-@dataclass(frozen=True, slots=True)
-class Runtime:
-    sessions: Sessions  # each step opens one, commits, and closes it
-    context: Context  # the revision context: judge, embedder, settings
-
-    @property
-    def settings(self) -> Settings:
-        return self.context.settings
-
-
-def runtime_of(state: Any, *, sessions: Sessions) -> Runtime:
-    return Runtime(sessions=sessions, context=context_of(state))
-
-
-@dataclass(slots=True)
-class _Message:
-    index: int
-    message_id: str
-    role: str
-    content: str
-    at: datetime
-    name: str | None
-    content_hash: str
-    outcome: MessageOutcome | None = None
-
-    @property
-    def kind(self) -> str:
-        return SOURCE_KIND[self.role]
 
 
 @dataclass(slots=True)
@@ -109,7 +62,7 @@ def _derived_id(role: str, content: str, at: datetime | None, occurrence: int) -
     return f"h:{digest[:32]}"
 
 
-def _prepare(request: ConversationWrite, *, now: datetime, withheld: dict[int, dict[str, Any]]) -> list[_Message]:
+def _prepare(request: ConversationWrite, *, now: datetime, withheld: dict[int, dict[str, Any]]) -> list[Message]:
     """Ids and times for every message; a message holding sensitive data is refused alone
     (`withheld`: refused when the job was submitted, its text never kept)."""
     prepared, seen, previous = [], {}, None
@@ -119,7 +72,7 @@ def _prepare(request: ConversationWrite, *, now: datetime, withheld: dict[int, d
         previous = at
         signature = (message.role, message.content, message.at)
         occurrence = seen[signature] = seen.get(signature, -1) + 1
-        item = _Message(
+        item = Message(
             index=index,
             message_id=message.id or _derived_id(message.role, message.content, message.at, occurrence),
             role=message.role,
@@ -146,10 +99,24 @@ def _parts(content: str, limit: int) -> list[str]:
     return [*parts, content] if content else parts
 
 
-def _memory_rows(message: _Message, parts: list[str], vectors: list[Any], *, namespace: str, session_id: str, model: str, now: datetime) -> list[dict[str, Any]]:
+def _memory_rows(
+    message: Message,
+    parts: list[str],
+    vectors: list[Any],
+    *,
+    namespace: str,
+    session_id: str,
+    model: str,
+    now: datetime,
+) -> list[dict[str, Any]]:
     rows = []
     for position, (text, vector) in enumerate(zip(parts, vectors, strict=True)):
-        source = {"kind": message.kind, "role": message.role, "speaker": message.name or message.role, "message_id": message.message_id}
+        source = {
+            "kind": message.kind,
+            "role": message.role,
+            "speaker": message.name or message.role,
+            "message_id": message.message_id,
+        }
         if len(parts) > 1:
             source["part"] = f"{position + 1}/{len(parts)}"
         rows.append(
@@ -172,11 +139,15 @@ def _memory_rows(message: _Message, parts: list[str], vectors: list[Any], *, nam
     return rows
 
 
-async def _store(runtime: Runtime, request: ConversationWrite, chunk: list[_Message], tally: _Tally, *, now: datetime) -> None:
+async def _store(
+    runtime: Runtime, request: ConversationWrite, chunk: list[Message], tally: _Tally, *, now: datetime
+) -> None:
     """Store a chunk's new messages as episodic memories and add them to working memory."""
     settings, namespace, session_id = runtime.settings, request.namespace, request.session_id
     async with runtime.sessions() as session:
-        known = await repository.known(session, namespace=namespace, session_id=session_id, message_ids=[m.message_id for m in chunk])
+        known = await repository.known(
+            session, namespace=namespace, session_id=session_id, message_ids=[m.message_id for m in chunk]
+        )
         await session.commit()
     fresh = []
     for message in chunk:
@@ -188,8 +159,12 @@ async def _store(runtime: Runtime, request: ConversationWrite, chunk: list[_Mess
                 index=message.index, message_id=message.message_id, status="already_stored", memory_ids=row.memory_ids
             )
         else:
-            problem = Conflict(f"message id {message.message_id!r} was stored before with other content; it was not stored again")
-            message.outcome = MessageOutcome(index=message.index, message_id=message.message_id, status="rejected", problem=problem_of(problem))
+            problem = Conflict(
+                f"message id {message.message_id!r} was stored before with other content; it was not stored again"
+            )
+            message.outcome = MessageOutcome(
+                index=message.index, message_id=message.message_id, status="rejected", problem=problem_of(problem)
+            )
     parts = {message.message_id: _parts(message.content, settings.max_content_chars) for message in fresh}
     texts = [text for message in fresh for text in parts[message.message_id]]
     vectors = iter(await runtime.context.embedder.embed_passages(texts)) if texts else iter(())
@@ -199,150 +174,86 @@ async def _store(runtime: Runtime, request: ConversationWrite, chunk: list[_Mess
         claimed = await repository.claim(
             session,
             [
-                {"namespace": namespace, "session_id": session_id, "message_id": m.message_id, "content_hash": m.content_hash, "role": m.role, "at": m.at}
+                {
+                    "namespace": namespace,
+                    "session_id": session_id,
+                    "message_id": m.message_id,
+                    "content_hash": m.content_hash,
+                    "role": m.role,
+                    "at": m.at,
+                }
                 for m in fresh
             ],
         )
         rows: dict[str, list[dict[str, Any]]] = {}
         for message in fresh:
             if message.message_id not in claimed:  # a concurrent request stored it a moment ago
-                message.outcome = MessageOutcome(index=message.index, message_id=message.message_id, status="already_stored")
+                message.outcome = MessageOutcome(
+                    index=message.index, message_id=message.message_id, status="already_stored"
+                )
                 continue
             rows[message.message_id] = _memory_rows(
-                message, parts[message.message_id], by_message[message.message_id],
-                namespace=namespace, session_id=session_id, model=runtime.context.embedder.name, now=now,
+                message,
+                parts[message.message_id],
+                by_message[message.message_id],
+                namespace=namespace,
+                session_id=session_id,
+                model=runtime.context.embedder.name,
+                now=now,
             )
             message.outcome = MessageOutcome(
-                index=message.index, message_id=message.message_id, status="stored", memory_ids=[row["id"] for row in rows[message.message_id]]
+                index=message.index,
+                message_id=message.message_id,
+                status="stored",
+                memory_ids=[row["id"] for row in rows[message.message_id]],
             )
         if rows:
             await memories.insert_many(session, [row for message_rows in rows.values() for row in message_rows])
             mark_written(session, [namespace])
             await repository.set_memories(
-                session, namespace=namespace, session_id=session_id,
-                memory_ids={message_id: [str(row["id"]) for row in message_rows] for message_id, message_rows in rows.items()},
+                session,
+                namespace=namespace,
+                session_id=session_id,
+                memory_ids={
+                    message_id: [str(row["id"]) for row in message_rows] for message_id, message_rows in rows.items()
+                },
             )
         new_items = [
-            working.NewItem(memory_id=rows[m.message_id][0]["id"], message_id=m.message_id, kind=working.KIND_OF_ROLE[m.role], content=m.content, at=m.at)
+            working.NewItem(
+                memory_id=rows[m.message_id][0]["id"],
+                message_id=m.message_id,
+                kind=working.KIND_OF_ROLE[m.role],
+                content=m.content,
+                at=m.at,
+            )
             for m in fresh
             if m.message_id in rows
         ]
-        added = await working.add(session, namespace=namespace, session_id=session_id, items=new_items, settings=settings, now=now)
+        added = await working.add(
+            session, namespace=namespace, session_id=session_id, items=new_items, settings=settings, now=now
+        )
         await session.commit()
     tally.working = WorkingOutcome(
-        items=added.items, tokens=added.tokens, budget_tokens=settings.working_budget_tokens,
-        evicted=tally.working.evicted + added.evicted, summaries=tally.working.summaries,
+        items=added.items,
+        tokens=added.tokens,
+        budget_tokens=settings.working_budget_tokens,
+        evicted=tally.working.evicted + added.evicted,
+        summaries=tally.working.summaries,
     )
     if added.evicted:
-        tally.working.summaries.extend(await working.compress(runtime.sessions, namespace=namespace, session_id=session_id, context=runtime.context))
-
-
-def _write_item(request: ConversationWrite, message: _Message, *, content: str, key: str, query_hint: str | None,
-                memory_type: str, confidence: float, extractor: str, **source: Any) -> dict[str, Any]:
-    return {
-        "namespace": request.namespace,
-        "content": content,
-        "key": key,
-        "query_hint": query_hint,
-        "memory_type": memory_type,
-        "confidence": confidence,
-        "created_at": message.at.isoformat(),
-        "source": {"kind": message.kind, "message_id": message.message_id, "session_id": request.session_id, "extractor": extractor, **source},
-    }
-
-
-def _by_rules(request: ConversationWrite, window: list[_Message], settings: Settings) -> list[tuple[_Message, dict[str, Any]]]:
-    found = []
-    for message in window:
-        for fact in rules.extract(message.content, from_user=message.role == "user", max_chars=settings.extraction_rule_max_chars):
-            item = _write_item(
-                request, message, content=fact.content, key=f"{request.namespace}:user:{fact.key}", query_hint=fact.query_hint,
-                memory_type="semantic", confidence=settings.extraction_rule_confidence, extractor="rules", evidence=fact.evidence[:300],
+        tally.working.summaries.extend(
+            await working.compress(
+                runtime.sessions, namespace=namespace, session_id=session_id, context=runtime.context
             )
-            found.append((message, item))
-    return found
-
-
-async def _by_llm(runtime: Runtime, request: ConversationWrite, window: list[_Message], extraction: Extraction) -> tuple[str, list[tuple[_Message, dict[str, Any]]]]:
-    settings, model = runtime.settings, runtime.settings.llm_model
-    assert model is not None
-    async with runtime.sessions() as session:
-        keys = await repository.known_keys(session, namespace=request.namespace, limit=settings.extraction_llm_known_keys)
-        await session.commit()
-    said = " ".join(message.content for message in window if message.role == "user")[: settings.embedding_max_chars] or window[-1].content
-    probe = await runtime.context.embedder.embed_query(said)
-    async with runtime.sessions() as session:
-        near = await memories.nearest_active(
-            session, namespace=request.namespace, embedding=probe, limit=settings.extraction_llm_nearest_memories, memory_types=["semantic"]
         )
-        await session.commit()
-    answer = await llm.extract(
-        model=model,
-        namespace=request.namespace,
-        window=[llm.WindowMessage(m.message_id, m.role, m.content, m.at.isoformat()) for m in window],
-        known_keys=keys,
-        nearest=[{"key": memory.key, "value": memory.content, "at": memory.created_at.isoformat()} for memory, _ in near],
-        max_chars=settings.max_content_chars,
-        timeout_seconds=settings.llm_timeout_seconds,
-        retries=settings.llm_retries,
-    )
-    if answer.error is not None:
-        extraction.notes.append(f"llm:{model} gave no usable answer ({answer.error}); rules extracted messages {window[0].index}-{window[-1].index}")
-        return "rules", _by_rules(request, window, settings)
-    extraction.dropped_malformed_keys += answer.malformed_keys
-    extraction.dropped_invalid += answer.invalid
-    by_id = {message.message_id: message for message in window}
-    found = []
-    for item in answer.items:
-        message = by_id[item.message_id]  # type: ignore[index]  (checked by llm.extract)
-        found.append(
-            (message, _write_item(request, message, content=item.value, key=item.key, query_hint=item.query,
-                                  memory_type=item.memory_type, confidence=item.confidence, extractor=f"llm:{model}"))
-        )
-    return f"llm:{model}", found
-
-
-async def _extract(runtime: Runtime, request: ConversationWrite, messages: list[_Message], mode: str, tally: _Tally, progress: Progress, total: int) -> Extraction:
-    """Extract keyed memories from the messages not extracted yet, window by window; each
-    window's writes and its messages' marks commit together."""
-    settings = runtime.settings
-    extraction = Extraction(extractor="none" if mode == "none" else ("rules" if mode == "rules" else f"llm:{settings.llm_model}"))
-    if mode == "none":
-        return extraction
-    async with runtime.sessions() as session:
-        known = await repository.known(session, namespace=request.namespace, session_id=request.session_id, message_ids=[m.message_id for m in messages])
-        await session.commit()
-    pending = [m for m in messages if m.message_id in known and known[m.message_id].extracted_by is None]
-    tally.done += len(messages) - len(pending)
-    size = settings.extraction_llm_window_messages if mode == "llm" else settings.conversation_chunk_messages
-    for start in range(0, len(pending), size):
-        window = pending[start : start + size]
-        if mode == "llm":
-            extractor, found = await _by_llm(runtime, request, window, extraction)
-        else:
-            extractor, found = "rules", _by_rules(request, window, settings)
-        async with runtime.sessions() as session:
-            results = await writes.write_batch(session, items=[item for _, item in found], context=runtime.context, access=OPEN) if found else []
-            await repository.mark_extracted(
-                session, namespace=request.namespace, session_id=request.session_id,
-                message_ids=[m.message_id for m in window], by=extractor, at=datetime.now(timezone.utc),
-            )
-            await session.commit()
-        for (message, item), result in zip(found, results, strict=True):
-            extraction.memories.append(
-                ExtractedMemory(
-                    message_id=message.message_id, key=item["key"], content=item["content"], status=result.status,
-                    memory_id=result.memory.id if result.memory else None, deduplicated=result.deduplicated,
-                    revisions=result.revisions, problem=result.error,
-                )
-            )
-        tally.done += len(window)
-        await progress(tally.done, total)
-    return extraction
 
 
 async def ingest(
-    runtime: Runtime, request: ConversationWrite, *, progress: Progress, withheld: dict[int, dict[str, Any]] | None = None
+    runtime: Runtime,
+    request: ConversationWrite,
+    *,
+    progress: Progress,
+    withheld: dict[int, dict[str, Any]] | None = None,
 ) -> ConversationResult:
     """Store, extract, update working memory; see the module docstring."""
     settings = runtime.settings
@@ -359,9 +270,11 @@ async def ingest(
         tally.done += len(chunk)
         await progress(tally.done, total)
     kept = [message for message in accepted if message.outcome is not None and message.outcome.status != "rejected"]
-    extraction = await _extract(runtime, request, kept, mode, tally, progress, total)
+    extraction = await extract(runtime, request, kept, mode, progress=progress, done=tally.done, total=total)
     tally.working.summaries.extend(
-        await working.compress(runtime.sessions, namespace=request.namespace, session_id=request.session_id, context=runtime.context)
+        await working.compress(
+            runtime.sessions, namespace=request.namespace, session_id=request.session_id, context=runtime.context
+        )
     )
     outcomes = [message.outcome for message in prepared if message.outcome is not None]
     return ConversationResult(
@@ -389,7 +302,9 @@ async def remember(runtime: Runtime, request: ConversationWrite, *, jobs: JobRun
         return await ingest(runtime, request, progress=_no_progress)
     # A job's parameters are stored: messages refused for sensitive data go in as placeholders.
     withheld = {
-        index: problem for index, message in enumerate(request.messages) if (problem := _sensitive_problem(index, message.content))
+        index: problem
+        for index, message in enumerate(request.messages)
+        if (problem := _sensitive_problem(index, message.content))
     }
     body = request.model_dump(mode="json")
     for index in withheld:

@@ -13,12 +13,12 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, SecretStr, create_model
 from pydantic_core import to_jsonable_python
 
+from app.context.schemas import ContextRequest
+from app.conversations.schemas import ConversationWrite
 from app.core.metrics import GATEWAY_DEGRADED
 from app.gateway import render
 from app.gateway.api import Api, ApiProblem, ApiUnavailable, Call
 from app.gateway.arguments import ToolArguments, published_schema
-from app.context.schemas import ContextRequest
-from app.conversations.schemas import ConversationWrite
 from app.memories.schemas import MemoryWrite
 from app.recall.schemas import SearchRequest
 from app.reflections.schemas import EventsRequest, LessonFeedback, LessonSearch, MemoryFeedback

@@ -12,7 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.models import Job
 
 
-async def add(session: AsyncSession, *, kind: str, namespace: str | None, params: dict[str, Any], total: int | None) -> Job:
+async def add(
+    session: AsyncSession, *, kind: str, namespace: str | None, params: dict[str, Any], total: int | None
+) -> Job:
     job = Job(kind=kind, namespace=namespace, params=params, progress_total=total, status="queued")
     session.add(job)
     await session.flush()

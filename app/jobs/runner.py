@@ -91,7 +91,9 @@ class JobRunner:
     def _stale(self) -> timedelta:
         return timedelta(seconds=self._settings.jobs_stale_seconds)
 
-    async def submit(self, *, kind: str, namespace: str | None, params: dict[str, Any], total: int | None = None) -> Job:
+    async def submit(
+        self, *, kind: str, namespace: str | None, params: dict[str, Any], total: int | None = None
+    ) -> Job:
         """Store a queued job (committed) and start it in the background."""
         if kind not in _HANDLERS:
             raise ValueError(f"no handler for job kind {kind!r}")
@@ -162,7 +164,10 @@ class JobRunner:
                 session, stale=self._stale, max_attempts=self._settings.jobs_max_attempts
             )
             found = await repository.orphans(
-                session, stale=self._stale, max_attempts=self._settings.jobs_max_attempts, limit=self._settings.jobs_concurrency
+                session,
+                stale=self._stale,
+                max_attempts=self._settings.jobs_max_attempts,
+                limit=self._settings.jobs_concurrency,
             )
         if failed:
             logger.warning("%d jobs failed: their processes stopped too often", failed)

@@ -29,7 +29,13 @@ _SPECS = {
         bundled_file="9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
         sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
         pattern=r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
-        special_tokens={"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
+        special_tokens={
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
     ),
     "o200k_base": _Spec(
         bundled_file="fb374d419588a4632f3f557e76b4b70aebbca790",
@@ -48,7 +54,6 @@ _SPECS = {
         special_tokens={"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
     ),
 }
-
 
 
 def _bundled(file_name: str) -> Path:

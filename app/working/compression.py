@@ -94,7 +94,9 @@ def _cues() -> _Cues:
         )
         for kind in data["kinds"]
     )
-    fillers = tuple(re.compile(pattern, re.IGNORECASE) for language in ("en", "zh") for pattern in data["fillers"][language])
+    fillers = tuple(
+        re.compile(pattern, re.IGNORECASE) for language in ("en", "zh") for pattern in data["fillers"][language]
+    )
     return _Cues(kinds=kinds, fillers=fillers, other_weight=data["other_weight"])
 
 
@@ -181,7 +183,9 @@ def extractive(items: list[Said], *, source_tokens: int, settings: Settings) -> 
         best = sentences[0]
         prefix = f"- {SPEAKERS[items[best.item].kind]}: "
         room = max(most - tokens.count(prefix + "…", tokenizer=tokenizer), 1)
-        chosen = [_Sentence(best.item, best.position, tokens.clip(best.text, room, tokenizer=tokenizer) + "…", best.score)]
+        chosen = [
+            _Sentence(best.item, best.position, tokens.clip(best.text, room, tokenizer=tokenizer) + "…", best.score)
+        ]
     text = _render(items, chosen)
     # Joined lines can count differently from their parts: drop the weakest until it fits.
     while tokens.count(text, tokenizer=tokenizer) > most and len(chosen) > 1:

@@ -39,7 +39,9 @@ async def set_turn(session: AsyncSession, namespace: str, session_id: str, turn:
 async def decay(session: AsyncSession, namespace: str, session_id: str, *, factor: float) -> None:
     """Every item still in working memory loses importance by `factor`."""
     await session.execute(
-        update(WorkingItem).where(_of(namespace, session_id), WorkingItem.evicted_at.is_(None)).values(score=WorkingItem.score * factor)
+        update(WorkingItem)
+        .where(_of(namespace, session_id), WorkingItem.evicted_at.is_(None))
+        .values(score=WorkingItem.score * factor)
     )
 
 
@@ -50,11 +52,15 @@ async def add(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
 
 async def drop_expired(session: AsyncSession, namespace: str, session_id: str, *, before: datetime) -> int:
     """Items said before `before` leave working memory (their messages stay in long-term memory)."""
-    statement = delete(WorkingItem).where(_of(namespace, session_id), WorkingItem.evicted_at.is_(None), WorkingItem.at < before)
+    statement = delete(WorkingItem).where(
+        _of(namespace, session_id), WorkingItem.evicted_at.is_(None), WorkingItem.at < before
+    )
     return (await session.execute(statement)).rowcount
 
 
-async def active(session: AsyncSession, namespace: str, session_id: str, *, since: datetime | None = None) -> list[WorkingItem]:
+async def active(
+    session: AsyncSession, namespace: str, session_id: str, *, since: datetime | None = None
+) -> list[WorkingItem]:
     """The session's items in working memory, most important first (then newest)."""
     conditions = [_of(namespace, session_id), WorkingItem.evicted_at.is_(None)]
     if since is not None:

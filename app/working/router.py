@@ -24,4 +24,6 @@ async def get_working_memory(
 ) -> WorkingMemory:
     """A session's working memory, most important first, with its token count and budget."""
     access.check(namespace)
-    return await service.current(session, namespace=namespace, session_id=session_id, settings=settings, now=datetime.now(timezone.utc))
+    return await service.current(
+        session, namespace=namespace, session_id=session_id, settings=settings, now=datetime.now(timezone.utc)
+    )

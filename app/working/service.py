@@ -45,7 +45,11 @@ class Added:
 
 
 def _importance(kind: str, settings: Settings) -> float:
-    return {"user": settings.working_importance_user, "agent": settings.working_importance_agent, "tool": settings.working_importance_tool}[kind]
+    return {
+        "user": settings.working_importance_user,
+        "agent": settings.working_importance_agent,
+        "tool": settings.working_importance_tool,
+    }[kind]
 
 
 def live_since(now: datetime, settings: Settings) -> datetime | None:
@@ -135,7 +139,10 @@ async def compress(sessions, *, namespace: str, session_id: str, context: Contex
     most_source = int(settings.compression_min_ratio * settings.max_content_chars / 4)
     written: list[UUID] = []
     for group in _groups(pending, most_source_tokens=most_source):
-        said = [compression.Said(kind=item.kind, content=item.content, at=item.at, importance=item.importance) for item in group]
+        said = [
+            compression.Said(kind=item.kind, content=item.content, at=item.at, importance=item.importance)
+            for item in group
+        ]
         summary = await compression.summarise(said, session_id=session_id, settings=settings)
         request = MemoryWrite(
             namespace=namespace,
@@ -144,7 +151,11 @@ async def compress(sessions, *, namespace: str, session_id: str, context: Contex
             session_id=session_id,
             created_at=summary.end,
             query_hint=f"what happened in session {session_id} between {summary.start:%Y-%m-%d %H:%M} and {summary.end:%Y-%m-%d %H:%M}",
-            source={"kind": "agent", "compressor": summary.method, "summary_of": [item.message_id for item in group if item.message_id]},
+            source={
+                "kind": "agent",
+                "compressor": summary.method,
+                "summary_of": [item.message_id for item in group if item.message_id],
+            },
             metadata={
                 "summary": {
                     "from": summary.start.isoformat(),
@@ -167,7 +178,9 @@ async def compress(sessions, *, namespace: str, session_id: str, context: Contex
     return written
 
 
-async def current(session: AsyncSession, *, namespace: str, session_id: str, settings: Settings, now: datetime) -> WorkingMemory:
+async def current(
+    session: AsyncSession, *, namespace: str, session_id: str, settings: Settings, now: datetime
+) -> WorkingMemory:
     items = await repository.active(session, namespace, session_id, since=live_since(now, settings))
     return WorkingMemory(
         namespace=namespace,
@@ -178,7 +191,9 @@ async def current(session: AsyncSession, *, namespace: str, session_id: str, set
     )
 
 
-async def items_for_context(session: AsyncSession, *, namespace: str, session_id: str, settings: Settings, now: datetime) -> list[WorkingItem]:
+async def items_for_context(
+    session: AsyncSession, *, namespace: str, session_id: str, settings: Settings, now: datetime
+) -> list[WorkingItem]:
     return await repository.active(session, namespace, session_id, since=live_since(now, settings))
 
 

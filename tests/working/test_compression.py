@@ -14,22 +14,42 @@ CHAT = [
     ("user", "Hi! Good morning."),
     ("agent", "Good morning! What can I do for you today? I am here to help with anything you need, big or small."),
     ("user", "We are planning the team offsite for next month, somewhere we can reach by train from the city."),
-    ("agent", "Lovely idea. There are many options: the lake district, the coast, the mountains, or a vineyard. "
-              "Each has its charm, and the weather in spring is usually mild, although it can rain now and then."),
+    (
+        "agent",
+        "Lovely idea. There are many options: the lake district, the coast, the mountains, or a vineyard. "
+        "Each has its charm, and the weather in spring is usually mild, although it can rain now and then.",
+    ),
     ("user", "The budget is at most 4000 euros for twelve people, and two of them cannot eat gluten."),
-    ("agent", "Noted. I looked at several venues and the prices vary a lot depending on the season and on the size of the group; "
-              "some include meals and others do not, which makes comparing them a little tricky but not impossible."),
-    ("tool", "venue_search: 23 venues, 11 reachable by train, 6 within budget, 4 with gluten-free catering, sorted by rating"),
+    (
+        "agent",
+        "Noted. I looked at several venues and the prices vary a lot depending on the season and on the size of the group; "
+        "some include meals and others do not, which makes comparing them a little tricky but not impossible.",
+    ),
+    (
+        "tool",
+        "venue_search: 23 venues, 11 reachable by train, 6 within budget, 4 with gluten-free catering, sorted by rating",
+    ),
     ("user", "Actually, make it fourteen people, two more joined this morning."),
-    ("agent", "Thanks for the update. Fourteen people it is, and the budget stays the same, so the choice narrows a bit."),
+    (
+        "agent",
+        "Thanks for the update. Fourteen people it is, and the budget stays the same, so the choice narrows a bit.",
+    ),
     ("user", "Let's go with the vineyard near the lake. Remind me to send the invitations on Friday."),
-    ("agent", "Great, that sounds wonderful and I am sure everybody will enjoy the place, the food and the views. The vineyard "
-              "has been running for three generations, its cellar tours are popular with groups, and the terrace looks over "
-              "the water, which makes for a pleasant evening once the sun goes down behind the hills on the far shore."),
+    (
+        "agent",
+        "Great, that sounds wonderful and I am sure everybody will enjoy the place, the food and the views. The vineyard "
+        "has been running for three generations, its cellar tours are popular with groups, and the terrace looks over "
+        "the water, which makes for a pleasant evening once the sun goes down behind the hills on the far shore.",
+    ),
     ("user", "Thanks, that's all for now!"),
 ]
 ITEMS = [
-    Said(kind=kind, content=text, at=START + timedelta(minutes=n), importance={"user": 1.0, "agent": 0.6, "tool": 0.4}[kind])
+    Said(
+        kind=kind,
+        content=text,
+        at=START + timedelta(minutes=n),
+        importance={"user": 1.0, "agent": 0.6, "tool": 0.4}[kind],
+    )
     for n, (kind, text) in enumerate(CHAT)
 ]
 
@@ -45,7 +65,13 @@ async def test_the_extractive_summary_keeps_constraints_corrections_decisions_an
     assert summary.method == "extractive" and summary.note is None
     assert 5 <= summary.ratio <= 10 and summary.source_tokens == source_tokens()
     kept = "\n".join(body)
-    for must in ("at most 4000 euros", "cannot eat gluten", "fourteen people", "go with the vineyard", "send the invitations"):
+    for must in (
+        "at most 4000 euros",
+        "cannot eat gluten",
+        "fourteen people",
+        "go with the vineyard",
+        "send the invitations",
+    ):
         assert must in kept, (must, kept)
     for chatter in ("Good morning", "that's all for now", "sounds wonderful"):
         assert chatter not in kept
@@ -70,8 +96,10 @@ def llm_settings(settings):
 
 
 async def test_the_llm_summary_is_used_within_the_ratio(llm_settings, monkeypatch):
-    body = ("Team offsite next month, reachable by train. Budget at most 4000 euros; fourteen people (corrected from twelve), "
-            "two gluten-free. Decided: the vineyard near the lake. To do: send the invitations on Friday.")
+    body = (
+        "Team offsite next month, reachable by train. Budget at most 4000 euros; fourteen people (corrected from twelve), "
+        "two gluten-free. Decided: the vineyard near the lake. To do: send the invitations on Friday."
+    )
     script = Scripted(json.dumps({"summary": body}))
     real = litellm.acompletion
     monkeypatch.setattr(litellm, "acompletion", lambda **kwargs: script(real, **kwargs))
