@@ -23,7 +23,9 @@ SHARED = Path(__file__).resolve().parents[3] / "shared" / "bench"
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__)
     parser.add_argument(
-        "--suites", default="locomo,updates,latency,conversations", help="comma list of: locomo, updates, latency, conversations"
+        "--suites",
+        default="locomo,updates,latency,conversations",
+        help="comma list of: locomo, updates, latency, conversations",
     )
     parser.add_argument("--updates", type=Path, default=SHARED / "updates" / "updates_dev.jsonl")
     parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo10.json")
@@ -32,8 +34,16 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=500, help="searches per latency run")
     parser.add_argument("--writes", type=int, default=500, help="memories written to measure write throughput")
     parser.add_argument("--longmemeval", type=Path, default=SHARED / "longmemeval" / "longmemeval_s_dev.json.zst")
-    parser.add_argument("--lme-per-type", type=int, default=6, help="LongMemEval questions per question type (half tuning, half report)")
+    parser.add_argument(
+        "--lme-per-type", type=int, default=4, help="LongMemEval questions per question type (half tuning, half report)"
+    )
     parser.add_argument("--budgets", default="1000,2000", help="context budgets in tokens")
+    parser.add_argument(
+        "--embedding-cache",
+        type=Path,
+        default=Path("bench-results") / "longmemeval-embeddings.npz",
+        help="LongMemEval passage vectors kept between runs (embedding ~490 turns a question dominates the suite)",
+    )
     parser.add_argument(
         "--replay-updates",
         default=f"{SHARED / 'updates' / 'updates_dev.jsonl'},{SHARED / 'updates' / 'updates_dev2.jsonl'}",
@@ -125,8 +135,12 @@ def _conversations_tables(lme: dict[str, Any], budgets: list[int], replay: dict[
             f"| {name} | {row['questions']} | {row['turns']:,} | {row['per_message_recall_at5']:.3f} "
             f"| {row['conversation_recall_at5']:.3f} ({row['conversation_recall_at5_strict']:.3f}) | {row['keyed_memories']} | {figures} |"
         )
-    lines += ["", "Knowledge updates replayed as conversations (rule extraction; facts = semantic memories) beside direct writes (rule judge)",
-              "| split | cases | direct pass | conversation pass | cases with facts | conversation wrong supersedes |", "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "Knowledge updates replayed as conversations (rule extraction; facts = semantic memories) beside direct writes (rule judge)",
+        "| split | cases | direct pass | conversation pass | cases with facts | conversation wrong supersedes |",
+        "|---|---|---|---|---|---|",
+    ]
     for split, row in replay.items():
         lines.append(
             f"| {split} | {row['cases']} | {row['direct']['pass_rate']['all']:.2f} | {row['conversation']['pass_rate']['all']:.2f} "
@@ -169,7 +183,12 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
             budgets = [int(budget) for budget in args.budgets.split(",")]
             questions = longmemeval.sample(longmemeval.load(args.longmemeval), per_type=args.lme_per_type)
             summary, outcomes, seconds = await conversation_suite.run_longmemeval(
-                app, client, questions, budgets=budgets, tokenizer=settings.context_tokenizer
+                app,
+                client,
+                questions,
+                budgets=budgets,
+                tokenizer=settings.context_tokenizer,
+                embedding_cache=args.embedding_cache,
             )
             cases = [case for path in filter(None, args.replay_updates.split(",")) for case in updates.load(Path(path))]
             replay = await conversation_suite.compare_updates(client, cases)

@@ -22,6 +22,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,30 +44,44 @@ BATCH = 500
 
 class CachingEmbedder:
     """The service's embedder, remembering what it computed: both namespaces of a question store
-    the same texts, so the second write costs no embedding time."""
+    the same texts, so the second write costs no embedding time. With a file, passages are kept
+    across runs too (the model is deterministic: a kept vector is the one it would compute)."""
 
-    def __init__(self, real) -> None:
+    def __init__(self, real, *, path: Path | None = None) -> None:
         self.name, self.dim = real.name, real.dim
         self.real = real
+        self._path = path
         self._passages: dict[str, np.ndarray] = {}
         self._queries: dict[str, np.ndarray] = {}
+        if path is not None and path.exists():
+            kept = np.load(path)
+            if str(kept["model"]) == real.name:
+                self._passages = dict(zip(kept["keys"].tolist(), kept["vectors"], strict=True))
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()
 
     async def embed_passages(self, texts: list[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(text for text in texts if text not in self._passages))
+        keys = [self._key(text) for text in texts]
+        missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in self._passages}
         if missing:
-            self._passages.update(zip(missing, await self.real.embed_passages(missing), strict=True))
-        return (
-            np.vstack([self._passages[text] for text in texts]) if texts else np.empty((0, self.dim), dtype=np.float32)
-        )
+            vectors = await self.real.embed_passages(list(missing.values()))
+            self._passages.update(zip(missing, vectors, strict=True))
+        return np.vstack([self._passages[key] for key in keys]) if texts else np.empty((0, self.dim), dtype=np.float32)
 
     async def embed_query(self, text: str) -> np.ndarray:
         if text not in self._queries:
             self._queries[text] = await self.real.embed_query(text)
         return self._queries[text]
 
-    def forget(self) -> None:
-        self._passages.clear()
-        self._queries.clear()
+    def save(self) -> None:
+        if self._path is None or not self._passages:
+            return
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        keys = list(self._passages)
+        with self._path.open("wb") as file:
+            np.savez(file, model=self.name, keys=np.array(keys), vectors=np.vstack([self._passages[k] for k in keys]))
 
 
 @dataclass
@@ -246,10 +261,16 @@ def summarise_lme(outcomes: list[Outcome], budgets: list[int]) -> dict[str, Any]
 
 
 async def run_longmemeval(
-    app: FastAPI, client: AsyncClient, questions: list[Question], *, budgets: list[int], tokenizer: str
+    app: FastAPI,
+    client: AsyncClient,
+    questions: list[Question],
+    *,
+    budgets: list[int],
+    tokenizer: str,
+    embedding_cache: Path | None = None,
 ) -> tuple[dict[str, Any], list[Outcome], float]:
     real = app.state.embedder
-    app.state.embedder = caching = CachingEmbedder(real)
+    app.state.embedder = caching = CachingEmbedder(real, path=embedding_cache)
     # Each haystack session writes more than the anomaly threshold per minute, by design here.
     logging.getLogger("app.memories.write_rate").setLevel(logging.ERROR)
     began = time.perf_counter()
@@ -257,7 +278,7 @@ async def run_longmemeval(
     try:
         for question in tqdm(questions, desc="LongMemEval questions", unit="q"):
             outcomes.append(await run_question(app, client, question, budgets=budgets, tokenizer=tokenizer))
-            caching.forget()  # haystacks share few texts; keep memory flat
+            caching.save()  # an interrupted run keeps what it embedded
     finally:
         app.state.embedder = real
     return summarise_lme(outcomes, budgets), outcomes, time.perf_counter() - began
