@@ -18,6 +18,7 @@ from app.conversations import repository
 from app.conversations.extraction import extract
 from app.conversations.messages import Message, Progress, Runtime, runtime_of
 from app.conversations.schemas import ConversationResult, ConversationWrite, MessageOutcome, WorkingOutcome
+from app.conversations.schemas import Message as ConversationMessage
 from app.core.errors import Conflict, SensitiveContent, Unprocessable, problem_of
 from app.core.settings import Settings
 from app.jobs.runner import JobContext, JobRunner, handler
@@ -48,11 +49,17 @@ def resolve_mode(requested: str, settings: Settings) -> str:
     return requested
 
 
-def _sensitive_problem(index: int, content: str) -> dict[str, Any] | None:
-    kind = find_sensitive(content)
+def _sensitive_problem(index: int, message: ConversationMessage) -> dict[str, Any] | None:
+    """Why a message cannot be stored: sensitive data in any of its stored fields."""
+    kind = next(filter(None, (find_sensitive(text or "") for text in (message.content, message.name, message.id))), None)
     if kind is None:
         return None
     return problem_of(SensitiveContent(f"message {index} contains sensitive data ({kind}); it was not stored"))
+
+
+def _refuse_sensitive_session(request: ConversationWrite) -> None:
+    if kind := find_sensitive(request.session_id):
+        raise SensitiveContent(f"the session id contains sensitive data ({kind}); nothing was stored")
 
 
 def _derived_id(role: str, content: str, at: datetime | None, occurrence: int) -> str:
@@ -81,8 +88,10 @@ def _prepare(request: ConversationWrite, *, now: datetime, withheld: dict[int, d
             name=message.name,
             content_hash=records.content_hash(message.content),
         )
-        problem = withheld.get(index) or _sensitive_problem(index, message.content)
+        problem = withheld.get(index) or _sensitive_problem(index, message)
         if problem is not None:
+            # The answer (kept as a job's result) must not echo the sensitive text back.
+            item.message_id = f"withheld:{index}"
             item.outcome = MessageOutcome(index=index, message_id=item.message_id, status="rejected", problem=problem)
         prepared.append(item)
     return prepared
@@ -258,6 +267,7 @@ async def ingest(
     """Store, extract, update working memory; see the module docstring."""
     settings = runtime.settings
     mode = resolve_mode(request.extract, settings)
+    _refuse_sensitive_session(request)
     now = datetime.now(timezone.utc)
     prepared = _prepare(request, now=now, withheld=withheld or {})
     accepted = [message for message in prepared if message.outcome is None]
@@ -298,17 +308,18 @@ async def remember(runtime: Runtime, request: ConversationWrite, *, jobs: JobRun
     """A short conversation is remembered at once; a long one becomes a job (returned queued)."""
     settings = runtime.settings
     resolve_mode(request.extract, settings)  # refuse what cannot run before accepting it
+    _refuse_sensitive_session(request)
     if len(request.messages) <= settings.conversation_inline_max_messages:
         return await ingest(runtime, request, progress=_no_progress)
     # A job's parameters are stored: messages refused for sensitive data go in as placeholders.
     withheld = {
         index: problem
         for index, message in enumerate(request.messages)
-        if (problem := _sensitive_problem(index, message.content))
+        if (problem := _sensitive_problem(index, message))
     }
     body = request.model_dump(mode="json")
     for index in withheld:
-        body["messages"][index]["content"] = "[withheld: sensitive data]"
+        body["messages"][index] |= {"id": None, "name": None, "content": "[withheld: sensitive data]"}
     params = {"request": body, "withheld": {str(index): problem for index, problem in withheld.items()}}
     return await jobs.submit(kind=JOB_KIND, namespace=request.namespace, params=params, total=len(request.messages))
 

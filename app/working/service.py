@@ -66,6 +66,9 @@ async def add(
     since = live_since(now, settings)
     if since is not None:
         items = [item for item in items if item.at >= since]
+    if not items:  # an imported history: nothing for working memory, no session row
+        held = await repository.active(session, namespace, session_id, since=since)
+        return Added(items=len(held), tokens=sum(item.tokens for item in held), evicted=0)
     turn = start = await repository.lock_session(session, namespace, session_id)
     if since is not None:
         await repository.drop_expired(session, namespace, session_id, before=since)

@@ -80,6 +80,14 @@ async def test_a_message_with_sensitive_data_is_refused_alone(client, db_session
     assert not any("4111" in content for content in contents)
 
 
+async def test_sensitive_data_in_a_name_or_id_refuses_the_message_and_in_the_session_the_request(client, db_session):
+    out = await remember(client, [said("hello", name="password=hunter2"), said("hi", id="sk-abcdefghijklmnopqrstuvwx")], extract="none")
+    assert [(m["status"], m["message_id"]) for m in out["messages"]] == [("rejected", "withheld:0"), ("rejected", "withheld:1")]
+    refused = await remember(client, [said("hello")], session_id="secret: password=hunter2", expect=422)
+    assert refused["type"] == "/problems/sensitive-content"
+    assert await count(db_session, Memory) == 0
+
+
 async def test_a_long_message_is_kept_whole_in_parts(client, settings):
     words = " ".join(f"word{index}" for index in range(2 * settings.max_content_chars // 8))
     out = await remember(client, [said(words, id="long")], extract="none")

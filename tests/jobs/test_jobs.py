@@ -31,13 +31,13 @@ async def _job(engine, job_id) -> dict:
     return dict(row)
 
 
-async def _until(engine, job_id, status: str) -> dict:
-    for _ in range(200):
+async def _until(engine, job_id, **expected) -> dict:
+    for _ in range(500):
         row = await _job(engine, job_id)
-        if row["status"] == status:
+        if all(row[name] == value for name, value in expected.items()):
             return row
         await asyncio.sleep(0.02)
-    raise AssertionError(f"job {job_id} never became {status}: {row}")
+    raise AssertionError(f"job {job_id} never reached {expected}: {row}")
 
 
 async def test_a_long_conversation_runs_as_a_job_and_reports_progress(committing, tag, engine, monkeypatch):
@@ -141,7 +141,7 @@ async def test_shutdown_puts_a_running_job_back_in_the_queue(committing, tag, en
     _release.clear()
     async with runner.running():
         job = await runner.submit(kind="test.block", namespace=f"user:{tag}", params={})
-        running = await _until(engine, job.id, "running")
+        running = await _until(engine, job.id, status="running", progress_done=1)
         assert (running["progress_done"], running["progress_total"], running["attempts"]) == (1, 2, 1)
     queued = await _job(engine, job.id)
     assert (queued["status"], queued["owner"], queued["attempts"]) == ("queued", None, 0)
