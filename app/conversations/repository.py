@@ -27,12 +27,13 @@ async def known(
 
 async def claim(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> set[str]:
     """Insert message rows; the ids of those this call inserted (a concurrent request carrying the
-    same message gets nothing back for it, so it is stored once)."""
+    same message gets nothing back for it, so it is stored once). Rows go in id order: two
+    requests holding the same messages in another order wait for each other, never deadlock."""
     if not rows:
         return set()
     statement = (
         insert(ConversationMessage)
-        .values(list(rows))
+        .values(sorted(rows, key=lambda row: row["message_id"]))
         .on_conflict_do_nothing(constraint="uq_conversation_messages_message")
         .returning(ConversationMessage.message_id)
     )

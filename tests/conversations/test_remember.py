@@ -1,6 +1,8 @@
 """POST /v1/conversations: messages kept verbatim, re-sending stores nothing new, bad input refused alone."""
 
-from sqlalchemy import func, select
+import asyncio
+
+from sqlalchemy import func, select, text
 
 from app.models import ConversationMessage, Memory
 from tests.conversations.conftest import NS, memory, remember, said
@@ -106,3 +108,24 @@ async def test_bad_requests_are_refused_whole(client, db_session):
     await remember(client, [said("hi")], extract="llm", expect=422)  # no LLM configured
     await remember(client, [], expect=422)
     assert await count(db_session, Memory) == 0
+
+
+async def test_two_requests_carrying_the_same_messages_at_once_store_them_once(committing, tag, engine):
+    client = await committing()
+    namespace = f"user:{tag}"
+    messages = [said(f"Line {n}: I like tea number {n}.", id=f"t{n}") for n in range(6)]
+    body = {"namespace": namespace, "session_id": "s1", "messages": messages}
+    # The second carries them in the opposite order: still no deadlock.
+    reversed_body = {**body, "messages": messages[::-1]}
+    first, second = await asyncio.gather(
+        client.post("/v1/conversations", json=body), client.post("/v1/conversations", json=reversed_body)
+    )
+    assert first.status_code == second.status_code == 200, (first.text, second.text)
+    assert first.json()["stored"] + second.json()["stored"] == 6
+    assert first.json()["already_stored"] + second.json()["already_stored"] == 6
+    async with engine.connect() as connection:
+        episodic = await connection.scalar(
+            text("SELECT count(*) FROM memories WHERE namespace = :ns AND memory_type = 'episodic'"), {"ns": namespace}
+        )
+        items = await connection.scalar(text("SELECT count(*) FROM working_items WHERE namespace = :ns"), {"ns": namespace})
+    assert (episodic, items) == (6, 6)
