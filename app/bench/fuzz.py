@@ -76,11 +76,12 @@ PASSES = (
         ),
     ),
     # Valid input is refused (422) where the schema cannot say why, so those cases are not held
-    # to acceptance: NUL, which JSON Schema strings allow and PostgreSQL cannot store, and the two
+    # to acceptance: NUL, which JSON Schema strings allow and PostgreSQL cannot store, and the
     # operations with cross-field rules, a key inside the memory's own namespace (POST
-    # /v1/memories) and created_after not later than created_before (search). The first pass
-    # checks all three; here the two operations still run, and the memories they write give the
-    # operations addressed by a memory's id something to find.
+    # /v1/memories), created_after not later than created_before (search), and a conversation's
+    # unique message ids, times not in the future and `extract: llm` only with an LLM configured.
+    # The first pass checks them all; here the operations still run, and the memories they write
+    # give the operations addressed by a memory's id something to find.
     Pass(
         "valid-inputs-accepted",
         checks=(*CONFORMANCE, "positive_data_acceptance"),
@@ -92,6 +93,7 @@ PASSES = (
         exempt={
             "POST /v1/memories": ("positive_data_acceptance",),
             "POST /v1/memories/search": ("positive_data_acceptance",),
+            "POST /v1/conversations": ("positive_data_acceptance",),
         },
     ),
 )  # fmt: skip
