@@ -138,13 +138,16 @@ def _conversations_tables(lme: dict[str, Any], budgets: list[int], replay: dict[
     lines += [
         "",
         "Knowledge updates replayed as conversations (rule extraction; facts = semantic memories) beside direct writes (rule judge)",
-        "| split | cases | direct pass | conversation pass | cases with facts | conversation wrong supersedes |",
-        "|---|---|---|---|---|---|",
+        "| split | cases | direct pass | conversation pass | cases with facts | conversation wrong supersedes "
+        "| top-1 holds: direct / conversation (messages included) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for split, row in replay.items():
+        direct, replayed = row["direct"], row["conversation"]
         lines.append(
-            f"| {split} | {row['cases']} | {row['direct']['pass_rate']['all']:.2f} | {row['conversation']['pass_rate']['all']:.2f} "
-            f"| {row['conversation']['cases_with_facts']} | {row['conversation']['wrong_supersede_rate']:.3f} |"
+            f"| {split} | {row['cases']} | {direct['pass_rate']['all']:.2f} | {replayed['pass_rate']['all']:.2f} "
+            f"| {replayed['cases_with_facts']} | {replayed['wrong_supersede_rate']:.3f} "
+            f"| {direct['top1_holds']} / {replayed['top1_holds_over_everything']} |"
         )
     return "\n".join(lines)
 

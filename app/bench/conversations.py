@@ -292,8 +292,22 @@ def case_split(case: dict[str, Any]) -> str:
     return "tuning" if int(hashlib.sha256(case["id"].encode()).hexdigest()[:8], 16) % 2 == 0 else "report"
 
 
-async def replay_case(client: AsyncClient, case: dict[str, Any]) -> tuple[updates.CaseResult, int]:
-    """The case as one conversation of user messages; its result and how many facts it yielded."""
+def _top1_holds(case: dict[str, Any], hits: list[str]) -> bool:
+    top1 = hits[0].casefold() if hits else ""
+    return all(phrase.casefold() in top1 for phrase in case["expect_top1_contains"])
+
+
+async def _contents(client: AsyncClient, namespace: str, query: str, **filters: Any) -> list[str]:
+    body = {"query": query, "namespace": namespace, "top_k": 10, "record_access": False, **filters}
+    response = await client.post("/v1/memories/search", json=body)
+    response.raise_for_status()
+    return [hit["memory"]["content"] for hit in response.json()["hits"]]
+
+
+async def replay_case(client: AsyncClient, case: dict[str, Any]) -> tuple[updates.CaseResult, int, bool]:
+    """The case as one conversation of user messages: its result on the facts it yielded, how
+    many facts, and whether the top hit of a search over everything (messages included) holds
+    the expected phrases."""
     namespace = f"{case['namespace']}:replay-{uuid.uuid4().hex[:8]}"
     messages = [
         {"id": f"m{n}", "role": "user", "content": memory["content"], "at": memory["at"]}
@@ -304,18 +318,7 @@ async def replay_case(client: AsyncClient, case: dict[str, Any]) -> tuple[update
         json={"namespace": namespace, "session_id": f"case-{case['id']}", "messages": messages, "extract": "rules"},
     )
     response.raise_for_status()
-    search = await client.post(
-        "/v1/memories/search",
-        json={
-            "query": case["query"],
-            "namespace": namespace,
-            "top_k": 10,
-            "memory_types": ["semantic"],
-            "record_access": False,
-        },
-    )
-    search.raise_for_status()
-    hits = [hit["memory"]["content"] for hit in search.json()["hits"]]
+    hits = await _contents(client, namespace, case["query"], memory_types=["semantic"])
     recent = (await client.get("/debug/recent", params={"namespace": namespace, "n": 500})).json()["memories"]
     facts = [memory for memory in recent if memory["memory_type"] == "semantic"]
     result = updates.judge_case(
@@ -325,24 +328,32 @@ async def replay_case(client: AsyncClient, case: dict[str, Any]) -> tuple[update
         written=len(facts),
         superseded=sum(memory["status"] == "superseded" for memory in facts),
     )
-    return result, len(facts)
+    return result, len(facts), _top1_holds(case, await _contents(client, namespace, case["query"]))
 
 
 async def compare_updates(client: AsyncClient, cases: list[dict[str, Any]]) -> dict[str, Any]:
     """Direct writes (the updates suite) and the conversation replay, per split."""
-    direct, replayed, covered = defaultdict(list), defaultdict(list), defaultdict(int)
+    direct, replayed = defaultdict(list), defaultdict(list)
+    covered, top1_direct, top1_replayed = defaultdict(int), defaultdict(int), defaultdict(int)
     for case in tqdm(cases, desc="updates: direct and replayed", unit="case"):
         split = case_split(case)
         with updates.case_relation(case["relation"]):
-            direct[split].append(await updates.run_case(client, case))
-        result, facts = await replay_case(client, case)
+            written = await updates.run_case(client, case)
+        direct[split].append(written)
+        top1_direct[split] += not any(failure.startswith("top-1") for failure in written.failures)
+        result, facts, top1 = await replay_case(client, case)
         replayed[split].append(result)
         covered[split] += facts > 0
+        top1_replayed[split] += top1
     return {
         split: {
             "cases": len(direct[split]),
-            "direct": updates.summarise(direct[split]),
-            "conversation": {**updates.summarise(replayed[split]), "cases_with_facts": covered[split]},
+            "direct": {**updates.summarise(direct[split]), "top1_holds": top1_direct[split]},
+            "conversation": {
+                **updates.summarise(replayed[split]),
+                "cases_with_facts": covered[split],
+                "top1_holds_over_everything": top1_replayed[split],
+            },
         }
         for split in sorted(direct)
     }

@@ -79,16 +79,15 @@ def load(path: Path) -> list[Question]:
 
 
 def sample(questions: list[Question], *, per_type: int) -> list[Question]:
-    """`per_type` questions of each type, half from each split where it has enough, chosen by a
-    hash of the id (not by content), in type order."""
+    """`per_type` questions of each type, half from each split (the report part gets an odd one),
+    chosen by a hash of the id (not by content), in type order."""
     by_type: dict[str, dict[str, list[Question]]] = defaultdict(lambda: defaultdict(list))
     for question in sorted(questions, key=lambda q: hashlib.sha256(f"sample:{q.question_id}".encode()).hexdigest()):
         by_type[question.question_type][question.split].append(question)
     chosen = []
     for question_type in sorted(by_type):
         splits = by_type[question_type]
-        half = per_type // 2
-        tuning = splits["tuning"][: per_type - min(half, len(splits["report"]))]
-        report = splits["report"][: per_type - len(tuning)]
+        report = splits["report"][: per_type - per_type // 2]  # an odd count favours the report part
+        tuning = splits["tuning"][: per_type - len(report)]
         chosen += tuning + report
     return chosen

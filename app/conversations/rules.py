@@ -72,6 +72,8 @@ _NUMBER = r"\d{1,3}"
 _ZH_SUBJECT = {"self": r"(?:我|用户)", "third": r"用户"}
 _ZH_ADVERBS = r"(?:现在|目前|已经|刚刚|刚|最近|其实|也|还|一直|终于|如今)*"
 _ZH_FREQUENCY = r"(?:平时|平常|一般|通常|每天|总是|都)*"
+# A change placed in the past ("上个月搬到了杭州") is current now; a future one never matches.
+_ZH_PAST = r"(?:(?:上个?(?:月|星期|礼拜|周)|去年|前年|前几天|前些天|前段时间|几天前|上周末|年初|月初|今年年初|刚才|之前)[，,]?)?"
 _ZH_LEAD_IN = r"(?:(?:其实|现在|目前|对了|另外|顺便说一下|顺便说|嗯|哦|告诉你|跟你说|我跟你说|说一下)[，,]?)*"
 _ZH_PUNCT = r"，。！？；、,.!?;\s"
 _ZH_TEXT = r"[\u4e00-\u9fffA-Za-z]"
@@ -196,7 +198,7 @@ def _en_slot(name: str, label: str | None, extra: str | None, *, subject: str, a
 
 
 def _zh_slot(name: str, label: str | None, extra: str | None, *, subject: str, at_end: bool, counter: list[int]) -> str:
-    fixed = {"zsubj": _ZH_SUBJECT[subject], "zadv": _ZH_ADVERBS, "zfreq": _ZH_FREQUENCY}
+    fixed = {"zsubj": _ZH_SUBJECT[subject], "zadv": _ZH_ADVERBS, "zfreq": _ZH_FREQUENCY, "zpast": _ZH_PAST}
     if name in fixed:
         return fixed[name]
     if name == "zlex":
