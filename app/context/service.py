@@ -50,7 +50,7 @@ async def _working(
         return []
     found = []
     for namespace in request.all_namespaces:
-        items = await working.items_for_context(
+        items = await working.held(
             session, namespace=namespace, session_id=request.session_id, settings=settings, now=now
         )
         found += [Candidate("working", str(item.id), working_line(item), item.score, {"item": item}) for item in items]

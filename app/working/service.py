@@ -181,10 +181,17 @@ async def compress(sessions, *, namespace: str, session_id: str, context: Contex
     return written
 
 
+async def held(
+    session: AsyncSession, *, namespace: str, session_id: str, settings: Settings, now: datetime
+) -> list[WorkingItem]:
+    """The session's items in working memory now, most important first."""
+    return await repository.active(session, namespace, session_id, since=live_since(now, settings))
+
+
 async def current(
     session: AsyncSession, *, namespace: str, session_id: str, settings: Settings, now: datetime
 ) -> WorkingMemory:
-    items = await repository.active(session, namespace, session_id, since=live_since(now, settings))
+    items = await held(session, namespace=namespace, session_id=session_id, settings=settings, now=now)
     return WorkingMemory(
         namespace=namespace,
         session_id=session_id,
@@ -192,12 +199,6 @@ async def current(
         tokens=sum(item.tokens for item in items),
         budget_tokens=settings.working_budget_tokens,
     )
-
-
-async def items_for_context(
-    session: AsyncSession, *, namespace: str, session_id: str, settings: Settings, now: datetime
-) -> list[WorkingItem]:
-    return await repository.active(session, namespace, session_id, since=live_since(now, settings))
 
 
 async def used(session: AsyncSession, item_ids: list[int], *, settings: Settings) -> None:
