@@ -1,5 +1,5 @@
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
@@ -7,8 +7,8 @@ from app.revisions.queue import defer
 from app.revisions.service import Context
 
 
-def get_revision_context(request: Request) -> Context:
-    state = request.app.state
+def context_of(state: Any) -> Context:
+    """The revision context of an app's state (requests, and jobs running beside them)."""
     queue = getattr(state, "revision_queue", None)
     return Context(
         judge=state.judge,
@@ -16,6 +16,10 @@ def get_revision_context(request: Request) -> Context:
         settings=state.settings,
         defer=partial(defer, queue) if queue is not None else None,
     )
+
+
+def get_revision_context(request: Request) -> Context:
+    return context_of(request.app.state)
 
 
 RevisionContextDep = Annotated[Context, Depends(get_revision_context)]
