@@ -29,6 +29,7 @@ from app.core.settings import settings as default_settings
 from app.core.unread_input import refuse_unread_input
 from app.embeddings.provider import EmbeddingProvider, build_provider
 from app.forgetting.router import router as forgetting_router
+from app.transfer.router import router as transfer_router
 from app.maintenance import dimension
 from app.jobs.router import router as jobs_router
 from app.jobs.runner import JobRunner
@@ -130,7 +131,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     app.include_router(reflections_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(revisions_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(maintenance_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
-    for router in (conversations_router, working_router, context_router, jobs_router, forgetting_router):
+    for router in (conversations_router, working_router, context_router, jobs_router, forgetting_router, transfer_router):
         app.include_router(router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(ops_router)
     return app
