@@ -30,6 +30,7 @@ from app.core.unread_input import refuse_unread_input
 from app.embeddings.provider import EmbeddingProvider, build_provider
 from app.forgetting.router import router as forgetting_router
 from app.transfer.router import router as transfer_router
+from app.ui.router import router as ui_router
 from app.maintenance import dimension
 from app.jobs.router import router as jobs_router
 from app.jobs.runner import JobRunner
@@ -134,4 +135,6 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     for router in (conversations_router, working_router, context_router, jobs_router, forgetting_router, transfer_router):
         app.include_router(router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(ops_router)
+    # The viewer signs its users in itself (a cookie), so it is not behind the bearer check.
+    app.include_router(ui_router)
     return app
