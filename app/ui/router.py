@@ -56,7 +56,8 @@ def _page(request: Request, template: str, viewer: signin.Viewer | None, **conte
 
 def _to(url: str, **params: str) -> RedirectResponse:
     query = urlencode({name: value for name, value in params.items() if value})
-    return RedirectResponse(f"{url}?{query}" if query else url, status_code=303, headers=HEADERS)
+    joined = f"{url}{'&' if '?' in url else '?'}{query}" if query else url
+    return RedirectResponse(joined, status_code=303, headers=HEADERS)
 
 
 def _login() -> RedirectResponse:
