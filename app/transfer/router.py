@@ -20,7 +20,13 @@ NDJSON = "application/x-ndjson"
 @router.get(
     "/{namespace}/export",
     response_class=StreamingResponse,
-    responses={200: {"content": {NDJSON: {}}, "description": "A header line, then one record per line."}},
+    # The same bytes under the generic type too: client generators know no JSON Lines type.
+    responses={
+        200: {
+            "content": {NDJSON: {"schema": {"type": "string"}}, "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            "description": "A header line, then one record per line.",
+        }
+    },
 )
 async def export_namespace(namespace: NamespacePath, sessions: ReadSessionsDep, access: AccessDep) -> StreamingResponse:
     """Stream a namespace as JSON Lines: memories with their versions, relations, revisions,
@@ -45,7 +51,15 @@ async def export_namespace(namespace: NamespacePath, sessions: ReadSessionsDep, 
 )
 async def import_namespace(
     namespace: NamespacePath,
-    body: Annotated[bytes, Body(media_type=NDJSON, description="An export: a header line, then one record per line.")],
+    body: Annotated[
+        bytes,
+        Body(
+            # Sent as application/x-ndjson or application/octet-stream; documented as the latter,
+            # which client generators know.
+            media_type="application/octet-stream",
+            description="An export, as JSON Lines: a header line, then one record per line.",
+        ),
+    ],
     session: SessionDep,
     access: AccessDep,
     embedder: EmbedderDep,
