@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.core.auth import Access
 from app.core.errors import Conflict, Unprocessable
@@ -44,7 +44,10 @@ def _line(record: dict[str, Any]) -> str:
 
 
 async def export_lines(session: AsyncSession, *, namespace: str) -> AsyncIterator[str]:
-    """The namespace as JSON Lines, a page of memories at a time."""
+    """The namespace as JSON Lines, a page of memories at a time, from one snapshot (a fresh
+    session reads in a repeatable-read transaction, so writes meanwhile do not tear it)."""
+    if isinstance(session.bind, AsyncEngine):  # not a session joined to an outer transaction (tests)
+        await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
     exported_at = datetime.now(timezone.utc).isoformat()
     yield _line({"type": "header", "format": FORMAT, "version": VERSION, "namespace": namespace, "exported_at": exported_at})
     async for page in repository.memory_pages(session, namespace):
@@ -74,7 +77,7 @@ def parse(lines: Iterable[str], *, max_records: int) -> tuple[str, list[tuple[in
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nesting deep enough to exhaust the parser is no export either
             raise _bad(number, "not JSON") from None
         if not isinstance(record, dict):
             raise _bad(number, "a line must be a JSON object")
@@ -135,7 +138,11 @@ async def _vectors(
     embedder: EmbeddingProvider, loaded: list[dict[str, Any]], *, text_field: str
 ) -> None:
     """Keep vectors of the model in use; recompute the others (another model or dimension)."""
-    stale = [row for row in loaded if row.get("embedding_model") != embedder.name or not row.get("embedding")]
+    stale = [
+        row
+        for row in loaded
+        if row.get("embedding_model") != embedder.name or not row.get("embedding") or len(row["embedding"]) != embedder.dim
+    ]
     if not stale:
         return
     vectors = await embedder.embed_passages([row[text_field] for row in stale])
@@ -221,7 +228,7 @@ async def import_records(
             await repository.insert_payloads(session, loaded["payload"])
             await repository.insert_rows(session, TaskEvent, loaded["event"])
             await repository.insert_rows(session, TaskReview, loaded["review"])
-    except IntegrityError as error:
+    except (IntegrityError, DataError) as error:
         constraint = getattr(getattr(error.orig, "__cause__", None), "constraint_name", None) or "a constraint"
         raise Unprocessable(f"the file breaks {constraint} (a link to a row it does not hold, or a value out of range)") from None
     mark_written(session, [namespace])

@@ -127,3 +127,30 @@ async def test_bad_imports_are_refused_whole_with_the_line(client, db_session):
         assert expected in response.text, (body, response.text)
     assert await db_session.scalar(text("SELECT count(*) FROM memories WHERE namespace = 'user:x'")) == 0
     assert (await client.post("/v1/namespaces/user:x/import", content=b"\xff\xfe")).status_code == 422
+
+
+async def test_crafted_vectors_and_nesting_are_refused_or_recomputed_never_a_500(client, db_session, embedder):
+    header = json.dumps({"type": "header", "format": "hindsight-namespace", "version": 1, "namespace": "user:y"})
+    row = {"id": "7d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f", "namespace": "user:y", "content": "User likes figs.",
+           "memory_type": "semantic", "status": "active", "confidence": 1.0, "importance": 0.5, "version": 1,
+           "embedding": [0.1, 0.2, 0.3], "embedding_model": embedder.name}
+    short = await client.post("/v1/namespaces/user:y/import", content=f"{header}\n{json.dumps({'type': 'memory', 'row': row})}\n")
+    assert short.status_code == 200, short.text  # a vector of the wrong size is recomputed
+    stored = await db_session.scalar(text("SELECT vector_dims(embedding) FROM memories WHERE namespace = 'user:y'"))
+    assert stored == embedder.dim
+    deep = "[" * 100_000 + "]" * 100_000
+    nested = await client.post("/v1/namespaces/user:z/import", content=f"{header}\n{deep}\n")
+    assert nested.status_code == 422
+    link = {**row, "id": "8d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f", "namespace": "user:z", "supersedes": "9d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f"}
+    header_z = header.replace("user:y", "user:z")
+    dangling = await client.post("/v1/namespaces/user:z/import", content=f"{header_z}\n{json.dumps({'type': 'memory', 'row': link})}\n")
+    assert dangling.status_code == 422 and "breaks" in dangling.text
+
+
+async def test_export_and_import_honour_the_key_scope(client, settings, monkeypatch):
+    monkeypatch.setattr(settings, "api_keys", {"k-port": [NS]})
+    own = {"Authorization": "Bearer k-port"}
+    assert (await client.get(f"/v1/namespaces/{NS}/export", headers=own)).status_code == 200
+    assert (await client.get("/v1/namespaces/user:else/export", headers=own)).status_code == 403
+    assert (await client.post("/v1/namespaces/user:else/import", content=b"x", headers=own)).status_code == 403
+    assert (await client.get(f"/v1/namespaces/{NS}/export")).status_code == 401
