@@ -85,7 +85,9 @@ async def texts_of(session: AsyncSession, memory_ids: Iterable[UUID]) -> set[str
     return set((await session.execute(current.union(history))).scalars())
 
 
-async def quoting_memories(session: AsyncSession, *, namespace: str, needles: Sequence[str], exclude: set[UUID]) -> set[UUID]:
+async def quoting_memories(
+    session: AsyncSession, *, namespace: str, needles: Sequence[str], exclude: set[UUID]
+) -> set[UUID]:
     """Other memories of the namespace whose text quotes one of the needles word for word."""
     if not needles:
         return set()
@@ -113,7 +115,9 @@ async def blank_revisions_of(session: AsyncSession, memory_ids: set[UUID]) -> in
         RevisionLog.merged_memory_id.in_(memory_ids),
     )
     # Judgements made in the same LLM call share its prompt, which held the memory's text.
-    same_call = RevisionLog.llm_prompt.in_(select(RevisionLog.llm_prompt).where(touches, RevisionLog.llm_prompt.is_not(None)))
+    same_call = RevisionLog.llm_prompt.in_(
+        select(RevisionLog.llm_prompt).where(touches, RevisionLog.llm_prompt.is_not(None))
+    )
     statement = (
         update(RevisionLog)
         .where(or_(touches, same_call))
@@ -126,7 +130,9 @@ def _namespace_filter(model: type, namespace: str) -> Any:
     return model.__table__.c.namespace == namespace
 
 
-async def redact_text_columns(session: AsyncSession, *, namespace: str, needles: Sequence[str], mask: str) -> dict[str, int]:
+async def redact_text_columns(
+    session: AsyncSession, *, namespace: str, needles: Sequence[str], mask: str
+) -> dict[str, int]:
     """Replace each needle by the mask in every listed text column of the namespace; rows changed per table."""
     counts: dict[str, int] = {}
     for model, columns in TEXT_COLUMNS.items():
@@ -149,7 +155,9 @@ async def redact_text_columns(session: AsyncSession, *, namespace: str, needles:
     replaced = versions.c.content
     for needle in needles:
         replaced = func.replace(replaced, needle, mask)
-    statement = update(versions).where(in_namespace, _contains_any(versions.c.content, needles)).values(content=replaced)
+    statement = (
+        update(versions).where(in_namespace, _contains_any(versions.c.content, needles)).values(content=replaced)
+    )
     if changed := (await session.execute(statement)).rowcount:
         counts["memory_versions.content"] = changed
     payloads = EventPayload.__table__
@@ -158,7 +166,9 @@ async def redact_text_columns(session: AsyncSession, *, namespace: str, needles:
     for needle in needles:
         replaced = func.replace(replaced, needle, mask)
     statement = (
-        update(payloads).where(payloads.c.hash.in_(hashes), _contains_any(payloads.c.full_text, needles)).values(full_text=replaced)
+        update(payloads)
+        .where(payloads.c.hash.in_(hashes), _contains_any(payloads.c.full_text, needles))
+        .values(full_text=replaced)
     )
     if changed := (await session.execute(statement)).rowcount:
         counts["event_payloads.full_text"] = changed
@@ -176,7 +186,11 @@ async def json_rows_quoting(
         for name in columns:
             column = table.c[name]
             where = (
-                key.in_(select(MemoryVersion.id).join(Memory, Memory.id == MemoryVersion.memory_id).where(Memory.namespace == namespace))
+                key.in_(
+                    select(MemoryVersion.id)
+                    .join(Memory, Memory.id == MemoryVersion.memory_id)
+                    .where(Memory.namespace == namespace)
+                )
                 if model is MemoryVersion
                 else _namespace_filter(model, namespace)
             )
@@ -188,7 +202,9 @@ async def json_rows_quoting(
 async def write_json(session: AsyncSession, model: type, column: str, key: Any, value: Any) -> None:
     table = model.__table__
     primary = table.primary_key.columns.values()[0]
-    await session.execute(update(table).where(primary == key).values({column: bindparam("value", type_=JSONB)}), {"value": value})
+    await session.execute(
+        update(table).where(primary == key).values({column: bindparam("value", type_=JSONB)}), {"value": value}
+    )
 
 
 async def lessons_quoting(session: AsyncSession, *, namespace: str, needles: Sequence[str]) -> list[Reflection]:
@@ -198,7 +214,9 @@ async def lessons_quoting(session: AsyncSession, *, namespace: str, needles: Seq
 
 
 async def drop_quoting_working_items(session: AsyncSession, *, namespace: str, needles: Sequence[str]) -> int:
-    statement = delete(WorkingItem).where(WorkingItem.namespace == namespace, _contains_any(WorkingItem.content, needles))
+    statement = delete(WorkingItem).where(
+        WorkingItem.namespace == namespace, _contains_any(WorkingItem.content, needles)
+    )
     return (await session.execute(statement)).rowcount
 
 

@@ -152,7 +152,9 @@ async def erasures(session: AsyncSession, *, namespace: str, access: Access, lim
 async def start_erasing(jobs: JobRunner, *, namespace: str, access: Access) -> Job:
     """Erase a namespace as a job (batches, progress); its result is the audit record."""
     access.check(namespace)
-    return await jobs.submit(kind=ERASE_JOB, namespace=namespace, params={"namespace": namespace, "requested_by": requester(access)})
+    return await jobs.submit(
+        kind=ERASE_JOB, namespace=namespace, params={"namespace": namespace, "requested_by": requester(access)}
+    )
 
 
 @handler(ERASE_JOB)

@@ -8,7 +8,16 @@ from sqlalchemy import bindparam, func, literal_column, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import EventPayload, Memory, MemoryRelation, MemoryVersion, Reflection, RevisionLog, TaskEvent, TaskReview
+from app.models import (
+    EventPayload,
+    Memory,
+    MemoryRelation,
+    MemoryVersion,
+    Reflection,
+    RevisionLog,
+    TaskEvent,
+    TaskReview,
+)
 
 PAGE = 500
 
@@ -30,7 +39,9 @@ async def memory_pages(session: AsyncSession, namespace: str) -> AsyncIterator[l
 
 async def versions_of(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, list[Any]]:
     table = MemoryVersion.__table__
-    statement = select(table).where(table.c.memory_id.in_(memory_ids)).order_by(table.c.memory_id, table.c.version, table.c.id)
+    statement = (
+        select(table).where(table.c.memory_id.in_(memory_ids)).order_by(table.c.memory_id, table.c.version, table.c.id)
+    )
     found: dict[UUID, list[Any]] = {memory_id: [] for memory_id in memory_ids}
     for row in (await session.execute(statement)).mappings():
         found[row["memory_id"]].append(row)

@@ -23,7 +23,10 @@ NDJSON = "application/x-ndjson"
     # The same bytes under the generic type too: client generators know no JSON Lines type.
     responses={
         200: {
-            "content": {NDJSON: {"schema": {"type": "string"}}, "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            "content": {
+                NDJSON: {"schema": {"type": "string"}},
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+            },
             "description": "A header line, then one record per line.",
         }
     },
@@ -64,11 +67,19 @@ async def import_namespace(
     access: AccessDep,
     embedder: EmbedderDep,
     settings: SettingsDep,
-    ids: Annotated[Literal["keep", "new"], Query(description="keep the file's ids, or give every row a new one")] = "keep",
+    ids: Annotated[
+        Literal["keep", "new"], Query(description="keep the file's ids, or give every row a new one")
+    ] = "keep",
 ) -> ImportResult:
     """Restore an export into an empty namespace (all of it or nothing); larger files than the
     request limit go through `python -m app import-namespace`."""
     result = await service.import_text(
-        session, body=body, namespace=namespace, ids=ids, access=access, embedder=embedder, max_records=settings.import_max_records
+        session,
+        body=body,
+        namespace=namespace,
+        ids=ids,
+        access=access,
+        embedder=embedder,
+        max_records=settings.import_max_records,
     )
     return ImportResult.model_validate(result)

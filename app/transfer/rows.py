@@ -19,7 +19,16 @@ from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 
 from app.core.errors import Unprocessable
 from app.core.validation import unstorable
-from app.models import EventPayload, Memory, MemoryRelation, MemoryVersion, Reflection, RevisionLog, TaskEvent, TaskReview
+from app.models import (
+    EventPayload,
+    Memory,
+    MemoryRelation,
+    MemoryVersion,
+    Reflection,
+    RevisionLog,
+    TaskEvent,
+    TaskReview,
+)
 
 # Exported per kind: the table, and the columns left out (numbered or derived on import).
 KINDS: dict[str, tuple[Table, frozenset[str]]] = {
@@ -116,7 +125,11 @@ def load(kind: str, row: Any, where: str) -> dict[str, Any]:
     known = {column.name: column for column in columns(kind)}
     if unknown := sorted(set(row) - set(known)):
         raise _bad(where, f"unknown fields: {', '.join(unknown[:5])}")
-    if missing := [name for name, column in known.items() if name not in row and not column.nullable and column.server_default is None]:
+    if missing := [
+        name
+        for name, column in known.items()
+        if name not in row and not column.nullable and column.server_default is None
+    ]:
         raise _bad(where, f"missing fields: {', '.join(missing[:5])}")
     return {name: _parse(known[name], value, f"{where}.{name}") for name, value in row.items()}
 

@@ -49,7 +49,9 @@ async def export_lines(session: AsyncSession, *, namespace: str) -> AsyncIterato
     if isinstance(session.bind, AsyncEngine):  # not a session joined to an outer transaction (tests)
         await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
     exported_at = datetime.now(timezone.utc).isoformat()
-    yield _line({"type": "header", "format": FORMAT, "version": VERSION, "namespace": namespace, "exported_at": exported_at})
+    yield _line(
+        {"type": "header", "format": FORMAT, "version": VERSION, "namespace": namespace, "exported_at": exported_at}
+    )
     async for page in repository.memory_pages(session, namespace):
         versions = await repository.versions_of(session, [row["id"] for row in page])
         for row in page:
@@ -91,7 +93,11 @@ def parse(lines: Iterable[str], *, max_records: int) -> tuple[str, list[tuple[in
             continue
         if kind not in _ORDER:
             raise _bad(number, f"unknown record type (one of {', '.join(_ORDER)})")
-        allowed = {"type", "row"} | ({"versions"} if kind == "memory" else set()) | ({"full_text"} if kind == "event" else set())
+        allowed = (
+            {"type", "row"}
+            | ({"versions"} if kind == "memory" else set())
+            | ({"full_text"} if kind == "event" else set())
+        )
         if extra := sorted(set(record) - allowed):
             raise _bad(number, f"unknown fields: {', '.join(extra[:5])}")
         records.append((number, record))
@@ -105,7 +111,11 @@ def parse(lines: Iterable[str], *, max_records: int) -> tuple[str, list[tuple[in
 def _ids_of(records: list[tuple[int, dict[str, Any]]]) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {kind: set() for kind in _MODELS}
     for _, record in records:
-        if record["type"] in _MODELS and isinstance(record.get("row"), dict) and isinstance(record["row"].get("id"), str):
+        if (
+            record["type"] in _MODELS
+            and isinstance(record.get("row"), dict)
+            and isinstance(record["row"].get("id"), str)
+        ):
             found[record["type"]].add(record["row"]["id"])
     return found
 
@@ -134,14 +144,14 @@ def _rewriter(source: str, target: str, mapping: dict[str, str]) -> Callable[[An
     return rewrite
 
 
-async def _vectors(
-    embedder: EmbeddingProvider, loaded: list[dict[str, Any]], *, text_field: str
-) -> None:
+async def _vectors(embedder: EmbeddingProvider, loaded: list[dict[str, Any]], *, text_field: str) -> None:
     """Keep vectors of the model in use; recompute the others (another model or dimension)."""
     stale = [
         row
         for row in loaded
-        if row.get("embedding_model") != embedder.name or not row.get("embedding") or len(row["embedding"]) != embedder.dim
+        if row.get("embedding_model") != embedder.name
+        or not row.get("embedding")
+        or len(row["embedding"]) != embedder.dim
     ]
     if not stale:
         return
@@ -185,13 +195,15 @@ async def import_records(
                 loaded["version"].append({**parsed, "memory_id": row.get("id")})
         if kind == "event":
             full_text = record.get("full_text")
-            if (full_text is None) != (row.get("payload_hash") is None) or (full_text is not None and not isinstance(full_text, str)):
+            if (full_text is None) != (row.get("payload_hash") is None) or (
+                full_text is not None and not isinstance(full_text, str)
+            ):
                 raise _bad(number, "an event has its full_text exactly when it has a payload_hash")
             if full_text is not None:
                 await refuse_sensitive_off_loop(full_text, what=f"line {number}")
                 loaded["payload"].append({"hash": row["payload_hash"], "full_text": full_text})
         loaded[kind].append(row)
-    for kind, model in _MODELS.items():
+    for kind in _MODELS:
         if any("id" not in row for row in loaded[kind]):
             raise Unprocessable(f"every {kind} needs its id")
     await memories.lock_namespace(session, namespace)
@@ -205,7 +217,13 @@ async def import_records(
     await _vectors(embedder, loaded["lesson"], text_field="lesson")
     links = []
     for row in loaded["memory"]:
-        links.append({"memory_id": row["id"], "new_supersedes": row.pop("supersedes", None), "new_superseded_by": row.pop("superseded_by", None)})
+        links.append(
+            {
+                "memory_id": row["id"],
+                "new_supersedes": row.pop("supersedes", None),
+                "new_superseded_by": row.pop("superseded_by", None),
+            }
+        )
         row["content_hash"] = content_hash(row["content"])
         row["lexeme_text"] = " ".join(lexemes(row["content"]))
     for row in loaded["lesson"]:
@@ -230,14 +248,23 @@ async def import_records(
             await repository.insert_rows(session, TaskReview, loaded["review"])
     except (IntegrityError, DataError) as error:
         constraint = getattr(getattr(error.orig, "__cause__", None), "constraint_name", None) or "a constraint"
-        raise Unprocessable(f"the file breaks {constraint} (a link to a row it does not hold, or a value out of range)") from None
+        raise Unprocessable(
+            f"the file breaks {constraint} (a link to a row it does not hold, or a value out of range)"
+        ) from None
     mark_written(session, [namespace])
     counts = {kind: len(loaded[kind]) for kind in (*_ORDER, "version")}
     return {"namespace": namespace, "source_namespace": source, "ids": ids, "imported": counts}
 
 
 async def import_text(
-    session: AsyncSession, *, body: bytes, namespace: str, ids: IdMode, access: Access, embedder: EmbeddingProvider, max_records: int
+    session: AsyncSession,
+    *,
+    body: bytes,
+    namespace: str,
+    ids: IdMode,
+    access: Access,
+    embedder: EmbeddingProvider,
+    max_records: int,
 ) -> dict[str, Any]:
     access.check(namespace)
     try:
@@ -245,5 +272,6 @@ async def import_text(
     except UnicodeDecodeError:
         raise Unprocessable("the body must be UTF-8 JSON Lines") from None
     source, records = parse(text.splitlines(), max_records=max_records)
-    return await import_records(session, source=source, namespace=namespace, records=records, ids=ids, embedder=embedder)
-
+    return await import_records(
+        session, source=source, namespace=namespace, records=records, ids=ids, embedder=embedder
+    )

@@ -85,7 +85,9 @@ async def static(name: Annotated[str, Path(max_length=40)]) -> Response:
     if name not in STATIC:
         raise NotFound("no such file")
     content = resources.files("app.ui").joinpath("static", name).read_bytes()
-    return Response(content, media_type=STATIC[name], headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"})
+    return Response(
+        content, media_type=STATIC[name], headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"}
+    )
 
 
 @router.get("/login")
@@ -150,12 +152,24 @@ async def memories_page(
     found = None
     if q and q.strip():
         found = await service.search(
-            session, query=q, namespace=namespace, embedder=embedder, settings=settings, read_sessions=read_sessions, cache=cache
+            session,
+            query=q,
+            namespace=namespace,
+            embedder=embedder,
+            settings=settings,
+            read_sessions=read_sessions,
+            cache=cache,
         )
     listed = await repository.filtered_memories(
         session, namespace=namespace, status=status, memory_type=type, key_prefix=key_prefix, contains=text
     )
-    filters = {"status": status or "", "type": type or "", "key_prefix": key_prefix or "", "text": text or "", "q": q or ""}
+    filters = {
+        "status": status or "",
+        "type": type or "",
+        "key_prefix": key_prefix or "",
+        "text": text or "",
+        "q": q or "",
+    }
     return _page(request, "memories.html", viewer, namespace=namespace, memories=listed, found=found, filters=filters)
 
 
@@ -175,7 +189,9 @@ async def _act(request: Request, session: Any, context: Any, *, action: str, tar
     form = await _form(request)
     if not signin.csrf_ok(request, form.get("csrf")):
         return _to(back, error="The form expired: reload the page and try again.")
-    done, message = await service.act(service.Runtime(session, viewer.access, context), action=action, target=target, form=form)
+    done, message = await service.act(
+        service.Runtime(session, viewer.access, context), action=action, target=target, form=form
+    )
     back = _safe_next(form.get("next"), back) if done else back
     return _to(back, notice=message) if done else _to(back, error=message)
 
@@ -201,7 +217,13 @@ async def pending_page(request: Request, session: SessionDep, namespace: Namespa
         return _login()
     if namespace is not None:
         viewer.access.check(namespace)
-    return _page(request, "pending.html", viewer, namespace=namespace, **await service.pending(session, namespace=namespace, access=viewer.access))
+    return _page(
+        request,
+        "pending.html",
+        viewer,
+        namespace=namespace,
+        **await service.pending(session, namespace=namespace, access=viewer.access),
+    )
 
 
 @router.get("/lessons")

@@ -39,7 +39,9 @@ async def overview(session: AsyncSession, access: Access) -> dict[str, Any]:
     summaries: dict[str, NamespaceSummary] = {}
     pending = await repository.pending_counts(session, access)
     for namespace, status, memory_type, count in await repository.namespace_counts(session, access):
-        summary = summaries.setdefault(namespace, NamespaceSummary(namespace, defaultdict(int), defaultdict(int), 0, pending.get(namespace, 0)))
+        summary = summaries.setdefault(
+            namespace, NamespaceSummary(namespace, defaultdict(int), defaultdict(int), 0, pending.get(namespace, 0))
+        )
         summary.by_status[status] += count
         summary.by_type[memory_type] += count
         summary.total += count
@@ -51,12 +53,24 @@ async def overview(session: AsyncSession, access: Access) -> dict[str, Any]:
 
 
 async def search(
-    session: AsyncSession, *, query: str, namespace: str, embedder: EmbeddingProvider, settings: Any, read_sessions: Any, cache: Any
+    session: AsyncSession,
+    *,
+    query: str,
+    namespace: str,
+    embedder: EmbeddingProvider,
+    settings: Any,
+    read_sessions: Any,
+    cache: Any,
 ) -> SearchResponse:
     """The real search, with `explain`, as the API answers it (the viewer's look counts as no access)."""
     request = SearchRequest(query=query, namespace=namespace, top_k=10, explain=True, record_access=False)
     return await recall.search(
-        session, request=request, embedder=embedder, settings=settings, read_sessions=read_sessions, cache=cache,
+        session,
+        request=request,
+        embedder=embedder,
+        settings=settings,
+        read_sessions=read_sessions,
+        cache=cache,
         after_answer=lambda *args, **kwargs: None,
     )
 
@@ -64,7 +78,11 @@ async def search(
 async def memory_page(session: AsyncSession, *, memory_id: UUID, access: Access, settings: Settings) -> dict[str, Any]:
     detail = await memories.detail(session, memory_id=memory_id, access=access)
     revisions = await repository.revisions_touching(session, memory_id)
-    ids = {r.new_memory_id for r in revisions} | {r.old_memory_id for r in revisions} | {r.merged_memory_id for r in revisions}
+    ids = (
+        {r.new_memory_id for r in revisions}
+        | {r.old_memory_id for r in revisions}
+        | {r.merged_memory_id for r in revisions}
+    )
     ids |= {relation.memory_id for relation in detail.relations}
     others = await repository.memories_by_id(session, {i for i in ids if i is not None})
     return {
@@ -78,9 +96,14 @@ async def memory_page(session: AsyncSession, *, memory_id: UUID, access: Access,
 
 
 async def pending(session: AsyncSession, *, namespace: str | None, access: Access) -> dict[str, Any]:
-    revisions = await repository.recent_revisions(session, access, namespace=namespace, status="pending", limit=repository.LISTED)
+    revisions = await repository.recent_revisions(
+        session, access, namespace=namespace, status="pending", limit=repository.LISTED
+    )
     ids = {r.new_memory_id for r in revisions} | {r.old_memory_id for r in revisions}
-    return {"revisions": revisions, "others": await repository.memories_by_id(session, {i for i in ids if i is not None})}
+    return {
+        "revisions": revisions,
+        "others": await repository.memories_by_id(session, {i for i in ids if i is not None}),
+    }
 
 
 def _message(error: Exception) -> str:
@@ -112,13 +135,20 @@ async def act(runtime: Runtime, *, action: str, target: UUID, form: dict[str, st
                     }
                 )
                 memory, _ = await operations.revise(
-                    session, memory_id=target, content=body.content, expected_version=body.expected_version,
-                    reason=body.reason, context=context, access=access,
+                    session,
+                    memory_id=target,
+                    content=body.content,
+                    expected_version=body.expected_version,
+                    reason=body.reason,
+                    context=context,
+                    access=access,
                 )
                 return True, f"Revised: now version {memory.version}."
             if action == "invalidate":
                 body = InvalidateRequest.model_validate({"reason": form.get("reason", "")})
-                await operations.invalidate(session, memory_id=target, reason=body.reason, context=context, access=access)
+                await operations.invalidate(
+                    session, memory_id=target, reason=body.reason, context=context, access=access
+                )
                 return True, "Invalidated: it was never right."
             if action == "forget":
                 await memories.forget(session, memory_id=target, access=access)
@@ -134,14 +164,20 @@ async def act(runtime: Runtime, *, action: str, target: UUID, form: dict[str, st
                 )
                 return True, "Feedback noted."
             if action in ("apply", "dismiss"):
-                await operations.resolve_pending(session, revision_id=target, accept=action == "apply", context=context, access=access)
+                await operations.resolve_pending(
+                    session, revision_id=target, accept=action == "apply", context=context, access=access
+                )
                 return True, "Applied." if action == "apply" else "Dismissed."
             if action == "rollback":
                 await operations.rollback(session, revision_id=target, context=context, access=access)
                 return True, "Rolled back."
             if action in ("lesson-useful", "lesson-not-useful"):
                 await reflections.lesson_feedback(
-                    session, lesson_id=target, useful=action == "lesson-useful", settings=context.settings, access=access
+                    session,
+                    lesson_id=target,
+                    useful=action == "lesson-useful",
+                    settings=context.settings,
+                    access=access,
                 )
                 return True, "Feedback noted."
     except (AppError, ValidationError) as error:

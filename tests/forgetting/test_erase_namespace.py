@@ -16,12 +16,20 @@ async def test_erasing_a_namespace_deletes_every_row_of_it_and_keeps_an_audit_re
     phrase = f"Erase-me phrase {tag} about the user's old flat in Porto."
     async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as client:
         for n in range(5):
-            assert (await client.post("/v1/memories", json={"namespace": namespace, "content": f"{phrase} Fact {n}."})).status_code == 201
-        kept = await client.post("/v1/memories", json={"namespace": other, "content": f"Kept {tag}: the user likes tea."})
+            assert (
+                await client.post("/v1/memories", json={"namespace": namespace, "content": f"{phrase} Fact {n}."})
+            ).status_code == 201
+        kept = await client.post(
+            "/v1/memories", json={"namespace": other, "content": f"Kept {tag}: the user likes tea."}
+        )
         said = await client.post(
             "/v1/conversations",
-            json={"namespace": namespace, "session_id": "s1", "extract": "none",
-                  "messages": [{"id": "m1", "role": "user", "content": f"{phrase} Said once."}]},
+            json={
+                "namespace": namespace,
+                "session_id": "s1",
+                "extract": "none",
+                "messages": [{"id": "m1", "role": "user", "content": f"{phrase} Said once."}],
+            },
         )
         assert said.status_code == 200, said.text
         await client.post(
@@ -46,12 +54,23 @@ async def test_erasing_a_namespace_deletes_every_row_of_it_and_keeps_an_audit_re
         assert bad.status_code == 422
     async with engine.connect() as connection:
         assert await places_holding(connection, phrase) == []
-        for table in ("memories", "revision_log", "task_events", "conversation_messages", "working_items", "working_sessions"):
-            left = await connection.scalar(text(f"SELECT count(*) FROM {table} WHERE namespace = :ns"), {"ns": namespace})
+        for table in (
+            "memories",
+            "revision_log",
+            "task_events",
+            "conversation_messages",
+            "working_items",
+            "working_sessions",
+        ):
+            left = await connection.scalar(
+                text(f"SELECT count(*) FROM {table} WHERE namespace = :ns"), {"ns": namespace}
+            )
             assert left == 0, table
     async with engine.begin() as connection:
         for table in ("erasures", "jobs", "memories"):
-            await connection.execute(text(f"DELETE FROM {table} WHERE namespace IN (:a, :b)"), {"a": namespace, "b": other})
+            await connection.execute(
+                text(f"DELETE FROM {table} WHERE namespace IN (:a, :b)"), {"a": namespace, "b": other}
+            )
 
 
 async def test_erasing_needs_the_namespace_in_the_key_scope(client, settings, monkeypatch):

@@ -7,7 +7,6 @@ from datetime import datetime, timezone
 
 from sqlalchemy import text
 
-from tests.revisions.conftest import every_candidate
 
 NS = "user:forget"
 SECRET = "User keeps the spare key under the blue flowerpot by the Tarragona shed."
@@ -57,18 +56,30 @@ def scripted(asked: dict) -> list[dict]:
         elif new.startswith("User no longer") and old["content"] == MERGED:
             decision = "CONFLICT"
         answers.append(
-            {"candidate": old["candidate"], "decision": decision, "confidence": 0.95, "reason": f"{decision}: {old['content']}",
-             "merged_content": merged}
+            {
+                "candidate": old["candidate"],
+                "decision": decision,
+                "confidence": 0.95,
+                "reason": f"{decision}: {old['content']}",
+                "merged_content": merged,
+            }
         )
     return answers
 
 
-async def test_a_purged_memory_leaves_no_text_in_any_table_and_search_no_longer_finds_it(client, db_session, scripted_llm):
+async def test_a_purged_memory_leaves_no_text_in_any_table_and_search_no_longer_finds_it(
+    client, db_session, scripted_llm
+):
     scripted_llm.decide = scripted
     # Said in a conversation first (an episodic copy, a working item, a message row) ...
     said = await client.post(
         "/v1/conversations",
-        json={"namespace": NS, "session_id": "s1", "messages": [{"id": "m1", "role": "user", "content": SECRET}], "extract": "none"},
+        json={
+            "namespace": NS,
+            "session_id": "s1",
+            "messages": [{"id": "m1", "role": "user", "content": SECRET}],
+            "extract": "none",
+        },
     )
     assert said.status_code == 200, said.text
     # ... then written as a keyed fact, recalled, quoted in an event, merged, and the merge superseded.
@@ -90,8 +101,14 @@ async def test_a_purged_memory_leaves_no_text_in_any_table_and_search_no_longer_
     vector = await db_session.scalar(text("SELECT embedding::text FROM memories WHERE id = :id"), {"id": secret["id"]})
     before = set(await places_holding(db_session, SECRET))
     assert before >= {
-        "memories.content", "memory_versions.content", "memory_versions.snapshot", "revision_log.llm_prompt",
-        "revision_log.merged_content", "revision_log.reason", "task_events.payload", "working_items.content",
+        "memories.content",
+        "memory_versions.content",
+        "memory_versions.snapshot",
+        "revision_log.llm_prompt",
+        "revision_log.merged_content",
+        "revision_log.reason",
+        "task_events.payload",
+        "working_items.content",
     }, before
 
     purged = await client.delete(f"/v1/memories/{secret['id']}", params={"purge": "true"})
@@ -109,8 +126,13 @@ async def test_a_purged_memory_leaves_no_text_in_any_table_and_search_no_longer_
     assert (await client.get(f"/v1/memories/{merged_id}")).status_code == 404
     found = [hit["memory"]["content"] for hit in await search(client, "where is the spare key?")]
     assert not any("flowerpot" in content for content in found)
-    then = [hit["memory"] for hit in await search(client, "where is the spare key?", as_of=believed_at, statuses=["active", "superseded"])]
-    assert secret["id"] not in [memory["id"] for memory in then] and unrelated["id"] in [memory["id"] for memory in then]
+    then = [
+        hit["memory"]
+        for hit in await search(client, "where is the spare key?", as_of=believed_at, statuses=["active", "superseded"])
+    ]
+    assert secret["id"] not in [memory["id"] for memory in then] and unrelated["id"] in [
+        memory["id"] for memory in then
+    ]
     # What stays: the rest of the namespace, and a tombstone without content.
     assert (await client.get(f"/v1/memories/{unrelated['id']}")).status_code == 200
     again = await client.delete(f"/v1/memories/{secret['id']}", params={"purge": "true"})
@@ -126,9 +148,15 @@ async def test_purge_honours_the_key_scope_and_unknown_ids(client, settings, mon
         f"/v1/memories/{secret['id']}", params={"purge": "true"}, headers={"Authorization": "Bearer k-other"}
     )
     assert refused.status_code == 403 and refused.json()["type"] == "/problems/forbidden"
-    unknown = await client.delete(f"/v1/memories/{uuid.uuid4()}", params={"purge": "true"}, headers={"Authorization": "Bearer k-own"})
+    unknown = await client.delete(
+        f"/v1/memories/{uuid.uuid4()}", params={"purge": "true"}, headers={"Authorization": "Bearer k-own"}
+    )
     assert unknown.status_code == 404 and unknown.json()["type"] == "/problems/not-found"
-    bad = await client.delete(f"/v1/memories/{secret['id']}", params={"purge": "maybe"}, headers={"Authorization": "Bearer k-own"})
+    bad = await client.delete(
+        f"/v1/memories/{secret['id']}", params={"purge": "maybe"}, headers={"Authorization": "Bearer k-own"}
+    )
     assert bad.status_code == 422
-    done = await client.delete(f"/v1/memories/{secret['id']}", params={"purge": "true"}, headers={"Authorization": "Bearer k-own"})
+    done = await client.delete(
+        f"/v1/memories/{secret['id']}", params={"purge": "true"}, headers={"Authorization": "Bearer k-own"}
+    )
     assert done.status_code == 200 and done.json()["erasure"]["requested_by"].startswith("key:")

@@ -7,9 +7,13 @@ from sqlalchemy import text
 from app.transfer import cli
 
 
-async def test_cli_round_trip_through_a_file(live_client, live_namespace, settings, database_url, engine, tmp_path, capsys):
+async def test_cli_round_trip_through_a_file(
+    live_client, live_namespace, settings, database_url, engine, tmp_path, capsys
+):
     for content in ("User plays the cello.", "User's sister lives in Oslo."):
-        assert (await live_client.post("/v1/memories", json={"namespace": live_namespace, "content": content})).status_code == 201
+        assert (
+            await live_client.post("/v1/memories", json={"namespace": live_namespace, "content": content})
+        ).status_code == 201
     configured = settings.model_copy(update={"database_url": database_url})
     path = tmp_path / "export.jsonl"
     records = await cli.export_to(live_namespace, path, settings=configured)

@@ -30,7 +30,10 @@ async def snapshot(session, namespace: str) -> dict[str, list[dict]]:
     for table, query in TABLES.items():
         result = await session.execute(text(query), {"ns": namespace})
         found[table] = [
-            {name: (value if isinstance(value, (str, int, float, bool, dict, list, type(None))) else str(value)) for name, value in row.items()}
+            {
+                name: (value if isinstance(value, (str, int, float, bool, dict, list, type(None))) else str(value))
+                for name, value in row.items()
+            }
             for row in result.mappings()
         ]
     return found
@@ -38,21 +41,35 @@ async def snapshot(session, namespace: str) -> dict[str, list[dict]]:
 
 async def build(client, scripted_llm) -> None:
     scripted_llm.decide = every_candidate("REFINE", merged="User runs on Tuesdays and Thursdays at 7 am.")
+
     async def write(content, **fields):
         response = await client.post("/v1/memories", json={"namespace": NS, "content": content, **fields})
         assert response.status_code in (200, 201), response.text
         return response.json()["memory"]
+
     await write("User lives in Lyon.", key=f"{NS}:home", created_at="2026-01-05T10:00:00+00:00")
     moved = await write("User lives in Nantes.", key=f"{NS}:home")
-    revised = await client.post(f"/v1/memories/{moved['id']}/revise", json={"content": "User lives in Nantes, near the river.", "expected_version": moved["version"]})
+    revised = await client.post(
+        f"/v1/memories/{moved['id']}/revise",
+        json={"content": "User lives in Nantes, near the river.", "expected_version": moved["version"]},
+    )
     assert revised.status_code == 200, revised.text
     await write("User runs on Tuesdays.")
     await write("User runs at 7 am on Thursdays too.")
     wrong = await write("User's cat is called Mimi.", metadata={"from": "chat"}, source={"kind": "user"})
     assert (await client.post(f"/v1/memories/{wrong['id']}/invalidate", json={"reason": "a guess"})).status_code == 200
-    failing = {"type": "tool_call", "tool": "send_email", "args": {"to": 5}, "status": "error", "error": "to must be a string",
-               "input_schema": {"type": "object", "properties": {"to": {"type": "string"}}}, "result": "x" * 5_000}
-    events = await client.post("/v1/events", json={"namespace": NS, "task_id": "t1", "events": [failing], "task_end": {"status": "failure"}})
+    failing = {
+        "type": "tool_call",
+        "tool": "send_email",
+        "args": {"to": 5},
+        "status": "error",
+        "error": "to must be a string",
+        "input_schema": {"type": "object", "properties": {"to": {"type": "string"}}},
+        "result": "x" * 5_000,
+    }
+    events = await client.post(
+        "/v1/events", json={"namespace": NS, "task_id": "t1", "events": [failing], "task_end": {"status": "failure"}}
+    )
     assert events.status_code == 200 and events.json()["lessons"], events.text
 
 
@@ -73,7 +90,9 @@ async def test_export_erase_import_reproduces_every_row_with_the_same_ids(client
         await db_session.execute(text(f"DELETE FROM {table} WHERE namespace = :ns"), {"ns": NS})
     body = "".join(json.dumps(line) + "\n" for line in lines)
 
-    imported = await client.post(f"/v1/namespaces/{NS}/import", content=body, headers={"content-type": "application/x-ndjson"})
+    imported = await client.post(
+        f"/v1/namespaces/{NS}/import", content=body, headers={"content-type": "application/x-ndjson"}
+    )
 
     assert imported.status_code == 200, imported.text
     assert imported.json()["imported"]["memory"] == len(before["memories"])
@@ -86,7 +105,9 @@ def _canonical(snapshot: dict[str, list[dict]], namespace: str) -> dict[str, lis
     """Rows as JSON with ids and the namespace replaced by placeholders, in a stable order."""
     ids = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
     return {
-        table: sorted(ids.sub("<id>", json.dumps(row, sort_keys=True, default=str)).replace(namespace, "<ns>") for row in rows)
+        table: sorted(
+            ids.sub("<id>", json.dumps(row, sort_keys=True, default=str)).replace(namespace, "<ns>") for row in rows
+        )
         for table, rows in snapshot.items()
     }
 
@@ -103,22 +124,57 @@ async def test_import_into_a_fresh_namespace_with_new_ids_copies_every_row(clien
     # Links point inside the copy: its chain is its own.
     copied = {row["id"] for row in copy["memories"]}
     assert all(row[link] in copied for row in copy["memories"] for link in ("supersedes", "superseded_by") if row[link])
-    hits = (await client.post("/v1/memories/search", json={"namespace": "user:copy", "query": "where does the user live?"})).json()["hits"]
-    assert hits[0]["memory"]["content"] == "User lives in Nantes, near the river." and hits[0]["memory"]["key"] == "user:copy:home"
+    hits = (
+        await client.post("/v1/memories/search", json={"namespace": "user:copy", "query": "where does the user live?"})
+    ).json()["hits"]
+    assert (
+        hits[0]["memory"]["content"] == "User lives in Nantes, near the river."
+        and hits[0]["memory"]["key"] == "user:copy:home"
+    )
 
 
 async def test_bad_imports_are_refused_whole_with_the_line(client, db_session):
     header = json.dumps({"type": "header", "format": "hindsight-namespace", "version": 1, "namespace": "user:x"})
     cases = {
         "not json\n": "line 1",
-        header + "\n{\"type\": \"memory\", \"row\": {\"id\": \"nope\"}}\n": "line 2",
-        header + "\n{\"type\": \"spell\", \"row\": {}}\n": "unknown record type",
-        header + "\n" + json.dumps({"type": "memory", "row": {"id": "6d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f", "namespace": "user:x",
-                                    "content": "card 4111 1111 1111 1111", "memory_type": "semantic", "status": "active",
-                                    "confidence": 1.0, "importance": 0.5, "version": 1}}) + "\n": "sensitive",
-        header + "\n" + json.dumps({"type": "memory", "row": {"id": "6d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f", "namespace": "user:x",
-                                    "content": "fine", "memory_type": "bogus", "status": "active", "confidence": 1.0,
-                                    "importance": 0.5, "version": 1}}) + "\n": "breaks",
+        header + '\n{"type": "memory", "row": {"id": "nope"}}\n': "line 2",
+        header + '\n{"type": "spell", "row": {}}\n': "unknown record type",
+        header
+        + "\n"
+        + json.dumps(
+            {
+                "type": "memory",
+                "row": {
+                    "id": "6d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f",
+                    "namespace": "user:x",
+                    "content": "card 4111 1111 1111 1111",
+                    "memory_type": "semantic",
+                    "status": "active",
+                    "confidence": 1.0,
+                    "importance": 0.5,
+                    "version": 1,
+                },
+            }
+        )
+        + "\n": "sensitive",
+        header
+        + "\n"
+        + json.dumps(
+            {
+                "type": "memory",
+                "row": {
+                    "id": "6d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f",
+                    "namespace": "user:x",
+                    "content": "fine",
+                    "memory_type": "bogus",
+                    "status": "active",
+                    "confidence": 1.0,
+                    "importance": 0.5,
+                    "version": 1,
+                },
+            }
+        )
+        + "\n": "breaks",
         "": "body",
     }
     for body, expected in cases.items():
@@ -131,19 +187,37 @@ async def test_bad_imports_are_refused_whole_with_the_line(client, db_session):
 
 async def test_crafted_vectors_and_nesting_are_refused_or_recomputed_never_a_500(client, db_session, embedder):
     header = json.dumps({"type": "header", "format": "hindsight-namespace", "version": 1, "namespace": "user:y"})
-    row = {"id": "7d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f", "namespace": "user:y", "content": "User likes figs.",
-           "memory_type": "semantic", "status": "active", "confidence": 1.0, "importance": 0.5, "version": 1,
-           "embedding": [0.1, 0.2, 0.3], "embedding_model": embedder.name}
-    short = await client.post("/v1/namespaces/user:y/import", content=f"{header}\n{json.dumps({'type': 'memory', 'row': row})}\n")
+    row = {
+        "id": "7d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f",
+        "namespace": "user:y",
+        "content": "User likes figs.",
+        "memory_type": "semantic",
+        "status": "active",
+        "confidence": 1.0,
+        "importance": 0.5,
+        "version": 1,
+        "embedding": [0.1, 0.2, 0.3],
+        "embedding_model": embedder.name,
+    }
+    short = await client.post(
+        "/v1/namespaces/user:y/import", content=f"{header}\n{json.dumps({'type': 'memory', 'row': row})}\n"
+    )
     assert short.status_code == 200, short.text  # a vector of the wrong size is recomputed
     stored = await db_session.scalar(text("SELECT vector_dims(embedding) FROM memories WHERE namespace = 'user:y'"))
     assert stored == embedder.dim
     deep = "[" * 100_000 + "]" * 100_000
     nested = await client.post("/v1/namespaces/user:z/import", content=f"{header}\n{deep}\n")
     assert nested.status_code == 422
-    link = {**row, "id": "8d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f", "namespace": "user:z", "supersedes": "9d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f"}
+    link = {
+        **row,
+        "id": "8d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f",
+        "namespace": "user:z",
+        "supersedes": "9d0a6ad4-8d5b-4f2e-9d8c-1a2b3c4d5e6f",
+    }
     header_z = header.replace("user:y", "user:z")
-    dangling = await client.post("/v1/namespaces/user:z/import", content=f"{header_z}\n{json.dumps({'type': 'memory', 'row': link})}\n")
+    dangling = await client.post(
+        "/v1/namespaces/user:z/import", content=f"{header_z}\n{json.dumps({'type': 'memory', 'row': link})}\n"
+    )
     assert dangling.status_code == 422 and "breaks" in dangling.text
 
 

@@ -66,18 +66,23 @@ async def served(settings, engine, embedder) -> AsyncIterator[tuple[str, str]]:
 async def seed(base: str, namespace: str) -> dict[str, dict]:
     """A supersede chain, a pending revision (a web source may not replace what the user said) and a memory to purge."""
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {KEY}"}) as api:
+
         async def write(content: str, **fields) -> dict:
             response = await api.post("/v1/memories", json={"namespace": namespace, "content": content, **fields})
             assert response.status_code == 201, response.text
             return response.json()["memory"]
 
         home_key = f"{namespace}:home"
-        lyon = await write("User lives in Lyon.", key=home_key, created_at="2026-03-01T09:00:00+00:00", source={"kind": "user"})
+        lyon = await write(
+            "User lives in Lyon.", key=home_key, created_at="2026-03-01T09:00:00+00:00", source={"kind": "user"}
+        )
         nantes = await write("User lives in Nantes.", key=home_key, source={"kind": "user"})
         drink = await write("User drinks green tea every morning.", key=f"{namespace}:drink", source={"kind": "user"})
         rumour = await write("User drinks espresso every morning.", key=f"{namespace}:drink", source={"kind": "web"})
         secret = await write("User's childhood nickname was Pickle.")
-        pending = (await api.get("/v1/revisions", params={"namespace": namespace, "status": "pending"})).json()["revisions"]
+        pending = (await api.get("/v1/revisions", params={"namespace": namespace, "status": "pending"})).json()[
+            "revisions"
+        ]
         assert [r["new_memory_id"] for r in pending] == [rumour["id"]]
     return {"lyon": lyon, "nantes": nantes, "drink": drink, "rumour": rumour, "secret": secret}
 

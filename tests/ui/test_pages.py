@@ -22,8 +22,14 @@ async def test_open_mode_shows_a_banner_and_every_page(client):
     assert "default-src 'self'" in home.headers["content-security-policy"]
     cookie = home.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie
-    for url in (f"/ui/memories?namespace={NS}", f"/ui/memories?namespace={NS}&q=bike", f"/ui/memories/{memory['id']}",
-                "/ui/pending", f"/ui/lessons?namespace={NS}", f"/ui/lessons/report?namespace={NS}"):
+    for url in (
+        f"/ui/memories?namespace={NS}",
+        f"/ui/memories?namespace={NS}&q=bike",
+        f"/ui/memories/{memory['id']}",
+        "/ui/pending",
+        f"/ui/lessons?namespace={NS}",
+        f"/ui/lessons/report?namespace={NS}",
+    ):
         page = await client.get(url)
         assert page.status_code == 200, (url, page.text[:300])
     searched = await client.get(f"/ui/memories?namespace={NS}&q=which bike")
@@ -34,20 +40,25 @@ async def test_forms_need_their_csrf_token_and_a_revise_goes_through_the_service
     memory = await write(client, "User drinks oat milk.")
     page = await client.get(f"/ui/memories/{memory['id']}")
     token = csrf_of(page.text)
-    forged = await client.post(f"/ui/memories/{memory['id']}/revise", data={"content": "User drinks soy milk.", "expected_version": "1"})
+    forged = await client.post(
+        f"/ui/memories/{memory['id']}/revise", data={"content": "User drinks soy milk.", "expected_version": "1"}
+    )
     assert forged.status_code == 303 and "expired" in forged.headers["location"]
     assert (await client.get(f"/v1/memories/{memory['id']}")).json()["memory"]["content"] == "User drinks oat milk."
     done = await client.post(
-        f"/ui/memories/{memory['id']}/revise", data={"csrf": token, "content": "User drinks soy milk.", "expected_version": "1"}
+        f"/ui/memories/{memory['id']}/revise",
+        data={"csrf": token, "content": "User drinks soy milk.", "expected_version": "1"},
     )
     assert done.status_code == 303 and "notice=Revised" in done.headers["location"]
     assert (await client.get(f"/v1/memories/{memory['id']}")).json()["memory"]["content"] == "User drinks soy milk."
     stale = await client.post(
-        f"/ui/memories/{memory['id']}/revise", data={"csrf": token, "content": "User drinks rice milk.", "expected_version": "1"}
+        f"/ui/memories/{memory['id']}/revise",
+        data={"csrf": token, "content": "User drinks rice milk.", "expected_version": "1"},
     )
     assert "error=" in stale.headers["location"]
     secret = await client.post(
-        f"/ui/memories/{memory['id']}/revise", data={"csrf": token, "content": "password=hunter2hunter2", "expected_version": "2"}
+        f"/ui/memories/{memory['id']}/revise",
+        data={"csrf": token, "content": "password=hunter2hunter2", "expected_version": "2"},
     )
     assert "error=" in secret.headers["location"] and "sensitive" in secret.headers["location"]
     assert (await client.post(f"/ui/memories/{memory['id']}/explode", data={"csrf": token})).status_code == 422
