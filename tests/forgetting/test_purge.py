@@ -160,3 +160,43 @@ async def test_purge_honours_the_key_scope_and_unknown_ids(client, settings, mon
         f"/v1/memories/{secret['id']}", params={"purge": "true"}, headers={"Authorization": "Bearer k-own"}
     )
     assert done.status_code == 200 and done.json()["erasure"]["requested_by"].startswith("key:")
+
+
+async def test_purging_a_superseded_and_revised_memory_keeps_what_replaced_it(client, db_session):
+    first = "User's dentist is Dr. Okonkwo on Rue Verte."
+    revised_text = "User's dentist is Dr. Okonkwo on Rue Verte, second floor."
+    key = f"{NS}:dentist"
+    memory = (await write(client, first, key=key))["memory"]
+    revised = await client.post(
+        f"/v1/memories/{memory['id']}/revise", json={"content": revised_text, "expected_version": memory["version"]}
+    )
+    assert revised.status_code == 200, revised.text
+    newer = (await write(client, "User's dentist is now Dr. Haddad on Avenue Foch.", key=key))["memory"]
+    assert newer["supersedes"] == memory["id"]
+    assert await places_holding(db_session, first)  # the first wording lives on in the history
+
+    purged = await client.delete(f"/v1/memories/{memory['id']}", params={"purge": "true"})
+
+    assert purged.status_code == 200, purged.text
+    assert purged.json()["erasure"]["restored"] == []  # an update is not undone by forgetting what it replaced
+    assert await places_holding(db_session, first) == [] and await places_holding(db_session, revised_text) == []
+    kept = (await client.get(f"/v1/memories/{newer['id']}")).json()
+    assert kept["memory"]["status"] == "active" and kept["memory"]["supersedes"] is None and kept["supersedes"] == []
+    hits = await search(client, "who is the user's dentist?")
+    assert [hit["memory"]["id"] for hit in hits][:1] == [newer["id"]]
+
+
+async def test_a_short_text_is_erased_where_it_is_the_memory_but_not_hunted_elsewhere(client, db_session, settings):
+    kept_elsewhere = (await write(client, "User said ok to the plan for Tuesday."))["memory"]
+    short = (await write(client, "Said ok."))["memory"]
+    assert len("Said ok.") < settings.forget_quote_min_chars
+    assert (await client.delete(f"/v1/memories/{short['id']}", params={"purge": "true"})).status_code == 200
+    assert (
+        (await client.get(f"/v1/memories/{kept_elsewhere['id']}"))
+        .json()["memory"]["content"]
+        .startswith("User said ok")
+    )
+    assert (
+        await db_session.scalar(text("SELECT count(*) FROM memory_versions WHERE memory_id = :id"), {"id": short["id"]})
+        == 0
+    )
