@@ -179,6 +179,9 @@ async def run_erase(job: JobContext) -> dict[str, Any]:
         for model in repository.NAMESPACED:
             while True:
                 async with sessions.begin() as session:
+                    # The writers' lock, a batch at a time: no write or revision of the namespace
+                    # sees rows vanish under it, and none waits for the whole erasure.
+                    await memories.lock_namespace(session, namespace)
                     deleted, hashes = await repository.delete_batch(session, model, namespace=namespace, limit=batch)
                     counts["event_payloads"] += await repository.delete_orphan_payloads(session, hashes)
                     if model is Memory:

@@ -11,7 +11,7 @@ from sqlalchemy import insert as insert_into
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.exc import StaleDataError
 
-from app.core.errors import VersionConflict
+from app.core.errors import NotFound, VersionConflict
 from app.models import Memory, MemoryRelation, MemoryVersion
 from app.text import lexemes
 
@@ -227,7 +227,9 @@ async def adjust_confidence(session: AsyncSession, memory: Memory, *, useful: bo
     table = Memory.__table__  # the table, not the ORM entity, which would bump the version
     confidence = table.c.confidence
     value = func.greatest(confidence, func.least(cap, confidence + step)) if useful else func.greatest(0.0, confidence - step)
-    await session.execute(update(table).where(table.c.id == memory.id).values(confidence=value, updated_at=func.now()))
+    statement = update(table).where(table.c.id == memory.id).values(confidence=value, updated_at=func.now())
+    if (await session.execute(statement.returning(table.c.id))).first() is None:
+        raise NotFound(f"no memory with id {memory.id}")  # purged or erased since it was read
     await session.refresh(memory)
     return memory
 
