@@ -8,6 +8,7 @@ from uuid import UUID
 import numpy as np
 from sqlalchemy import ColumnElement, bindparam, func, literal_column, or_, select, text, true, update
 from sqlalchemy import insert as insert_into
+from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -203,6 +204,17 @@ async def get(session: AsyncSession, memory_id: UUID, *, for_update: bool = Fals
     if for_update:
         statement = statement.with_for_update()
     return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def reload(session: AsyncSession, memory: Memory) -> Memory:
+    """Re-read a memory read before its namespace lock was taken; 404 if a purge or an erasure
+    deleted it meanwhile (rows can vanish: app/forgetting)."""
+    memory_id = memory.id  # read now: a failed refresh leaves the instance expired
+    try:
+        await session.refresh(memory)
+    except InvalidRequestError:
+        raise NotFound(f"no memory with id {memory_id}") from None
+    return memory
 
 
 async def get_many(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, Memory]:

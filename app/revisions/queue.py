@@ -13,6 +13,7 @@ import procrastinate
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core.errors import NotFound
 from app.memories import repository as memories
 from app.revisions.operations import review_if_due
 from app.revisions.service import Context, revise_new_memory
@@ -60,7 +61,10 @@ async def revise_memory(memory_id: str) -> int:
         if memory is None:
             raise MemoryNotCommittedYet(memory_id)
         await memories.lock_namespace(session, memory.namespace)
-        await session.refresh(memory)
+        try:
+            await memories.reload(session, memory)
+        except NotFound:
+            return 0  # purged before its turn came
         embedding = await memories.embedding_of(session, memory.id)
         if memory.status != "active" or embedding is None:
             return 0

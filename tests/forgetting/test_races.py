@@ -13,3 +13,21 @@ async def test_feedback_on_a_memory_erased_after_it_was_read_is_a_404(client, db
     await db_session.execute(text("DELETE FROM memories WHERE id = :id"), {"id": memory.id})
     with pytest.raises(NotFound):
         await repository.adjust_confidence(db_session, memory, useful=True, step=0.1, cap=0.95)
+
+
+async def test_a_revise_that_read_a_memory_before_it_was_purged_is_a_404(client, db_session, monkeypatch):
+    written = (
+        await client.post("/v1/memories", json={"namespace": "user:race", "content": "User bakes sourdough."})
+    ).json()
+    real_lock = repository.lock_namespace
+
+    async def purge_while_waiting(session, namespace):
+        # The purge held the lock first: by the time the revise has it, the row is gone.
+        await session.execute(text("DELETE FROM memories WHERE id = :id"), {"id": written["memory"]["id"]})
+        await real_lock(session, namespace)
+
+    monkeypatch.setattr(repository, "lock_namespace", purge_while_waiting)
+    revised = await client.post(
+        f"/v1/memories/{written['memory']['id']}/revise", json={"content": "User bakes rye.", "expected_version": 1}
+    )
+    assert revised.status_code == 404 and revised.json()["type"] == "/problems/not-found"
