@@ -107,13 +107,46 @@ async def merge_inputs(session: AsyncSession, merged_ids: set[UUID], *, exclude:
     return list((await session.execute(statement)).scalars())
 
 
-async def blank_revisions_of(session: AsyncSession, memory_ids: set[UUID]) -> int:
-    """Judgements about a purged memory keep their decision and ids but lose every text."""
-    touches = or_(
+def _touches(memory_ids: set[UUID]) -> Any:
+    return or_(
         RevisionLog.new_memory_id.in_(memory_ids),
         RevisionLog.old_memory_id.in_(memory_ids),
         RevisionLog.merged_memory_id.in_(memory_ids),
     )
+
+
+async def dismiss_pending_about(session: AsyncSession, memory_ids: set[UUID]) -> set[UUID]:
+    """Held judgements about a purged memory can never be applied: dismissed. The other
+    memories they held back (ids returned) may then be free."""
+    statement = (
+        update(RevisionLog)
+        .where(_touches(memory_ids), RevisionLog.status == "pending")
+        .values(status="dismissed", resolved_at=func.now())
+        .returning(RevisionLog.new_memory_id, RevisionLog.old_memory_id)
+    )
+    others = {memory_id for row in await session.execute(statement) for memory_id in row if memory_id is not None}
+    return others - memory_ids
+
+
+async def held_back(session: AsyncSession, memory_ids: set[UUID]) -> list[Memory]:
+    """Of these, the uncertain memories no pending judgement holds any more."""
+    if not memory_ids:
+        return []
+    still_pending = select(RevisionLog.id).where(
+        RevisionLog.status == "pending",
+        or_(RevisionLog.new_memory_id == Memory.id, RevisionLog.old_memory_id == Memory.id),
+    )
+    statement = (
+        select(Memory)
+        .where(Memory.id.in_(memory_ids), Memory.status == "uncertain", ~still_pending.exists())
+        .with_for_update()
+    )
+    return list((await session.execute(statement)).scalars())
+
+
+async def blank_revisions_of(session: AsyncSession, memory_ids: set[UUID]) -> int:
+    """Judgements about a purged memory keep their decision and ids but lose every text."""
+    touches = _touches(memory_ids)
     # Judgements made in the same LLM call share its prompt, which held the memory's text.
     same_call = RevisionLog.llm_prompt.in_(
         select(RevisionLog.llm_prompt).where(touches, RevisionLog.llm_prompt.is_not(None))

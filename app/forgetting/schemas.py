@@ -24,7 +24,11 @@ class ErasureOut(BaseModel):
     also_purged: list[UUID] = Field(
         default_factory=list, description="Merges built from the memory and memories quoting it word for word."
     )
-    restored: list[UUID] = Field(default_factory=list, description="Inputs of a purged merge that hold again.")
+    restored: list[UUID] = Field(
+        default_factory=list,
+        description="Memories active again: inputs of a purged merge, and memories held uncertain only by a "
+        "pending judgement against the purged one (that judgement is dismissed).",
+    )
 
     @classmethod
     def of(cls, erasure: Erasure, *, purged: list[UUID] | None = None, restored: list[UUID] | None = None) -> Self:

@@ -76,6 +76,16 @@ async def _restore_merge_inputs(session: AsyncSession, merges: set[UUID], *, pur
     return restored
 
 
+async def _release_held(session: AsyncSession, purged: set[UUID], *, tag: str) -> list[UUID]:
+    """A memory held uncertain only by a judgement against a purged one stands on its own again."""
+    released = []
+    for memory in await repository.held_back(session, await repository.dismiss_pending_about(session, purged)):
+        memory.status = "active"
+        await memories.save_change(session, memory, changed_by=tag)
+        released.append(memory.id)
+    return released
+
+
 async def _reembed_lessons(session: AsyncSession, lessons: list[Reflection], embedder: EmbeddingProvider) -> None:
     """A redacted lesson's vector and hash follow its new text (a handful of rows at most)."""
     if not lessons:
@@ -133,11 +143,12 @@ async def purge(
     purged |= await repository.quoting_memories(session, namespace=namespace, needles=quotes, exclude=purged)
     counts: dict[str, int] = {}
     restored = await _restore_merge_inputs(session, merges, purged=purged, tag=f"purge:{erasure.id}")
+    restored += await _release_held(session, purged, tag=f"purge:{erasure.id}")
     counts["revision_log.blanked"] = await repository.blank_revisions_of(session, purged)
     counts |= await _erase_quotes(session, namespace=namespace, quotes=quotes, embedder=embedder)
     counts["conversation_messages"] = await repository.drop_messages_of(session, namespace=namespace, memory_ids=purged)
     counts["memories"] = await repository.delete_memories(session, purged)
-    erasure.counts = {**counts, "restored_merge_inputs": len(restored)}
+    erasure.counts = {**counts, "restored": len(restored)}
     erasure.finished_at = datetime.now(timezone.utc)
     await session.flush()
     mark_written(session, [namespace])

@@ -200,3 +200,19 @@ async def test_a_short_text_is_erased_where_it_is_the_memory_but_not_hunted_else
         await db_session.scalar(text("SELECT count(*) FROM memory_versions WHERE memory_id = :id"), {"id": short["id"]})
         == 0
     )
+
+
+async def test_a_pending_judgement_about_a_purged_memory_is_dismissed_and_what_it_held_stands(client):
+    key = f"{NS}:drink"
+    said = (await write(client, "User drinks green tea every morning.", key=key, source={"kind": "user"}))["memory"]
+    rumour = await write(client, "User drinks espresso every morning.", key=key, source={"kind": "web"})
+    assert rumour["memory"]["status"] == "uncertain" and rumour["revisions"][0]["status"] == "pending"
+
+    purged = await client.delete(f"/v1/memories/{said['id']}", params={"purge": "true"})
+
+    assert purged.json()["erasure"]["restored"] == [rumour["memory"]["id"]]
+    assert (await client.get(f"/v1/memories/{rumour['memory']['id']}")).json()["memory"]["status"] == "active"
+    pending = (await client.get("/v1/revisions", params={"namespace": NS, "status": "pending"})).json()["revisions"]
+    assert pending == []
+    decided = await client.post(f"/v1/revisions/{rumour['revisions'][0]['id']}/apply")
+    assert decided.status_code == 409, decided.text
