@@ -1,5 +1,6 @@
 """`make bench`: LoCoMo retrieval (with BM25 and dense baselines), search latency at scale,
-and write throughput. Results go to a JSON file and a short table on stdout."""
+write throughput, and the write path against baselines measured in the same run (ingest).
+Results go to a JSON file and a short table on stdout."""
 
 import argparse
 import asyncio
@@ -11,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from app.bench import harness, latency, locomo, retrieval, updates
+from app.bench import harness, ingest, latency, locomo, retrieval, updates
 from app.core.migrations import scratch_database
 from app.core.settings import settings
 from app.revisions.judges import build_judge
@@ -28,7 +29,9 @@ def data_candidates() -> list[Path]:
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__)
-    parser.add_argument("--suites", default="locomo,updates,latency", help="comma list of: locomo, updates, latency")
+    parser.add_argument(
+        "--suites", default="locomo,updates,latency,ingest", help="comma list of: locomo, updates, latency, ingest"
+    )
     parser.add_argument(
         "--data",
         type=Path,
@@ -42,6 +45,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="10000,100000", help="memories per latency run")
     parser.add_argument("--queries", type=int, default=500, help="searches per latency run")
     parser.add_argument("--writes", type=int, default=500, help="memories written to measure write throughput")
+    parser.add_argument("--ingest-sizes", default="1000,10000", help="memories already in the namespace per ingest run")
+    parser.add_argument("--ingest-items", type=int, default=300, help="memories written per ingest run")
+    parser.add_argument("--import-items", type=int, default=500, help="memories in the bulk import searches run beside")
     parser.add_argument("--database-url", default=None, help="default: a fresh embedded PostgreSQL, deleted afterwards")
     parser.add_argument("--out", type=Path, default=Path("bench-results") / "latest.json")
     args = parser.parse_args(argv)
@@ -55,7 +61,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         looked = "" if args.data else f" (looked in {', '.join(str(path) for path in candidates)})"
         parser.error(
             f"bench data not found: {', '.join(missing)}{looked}. Pass --data DIR (make bench DATA=DIR) with "
-            f"{NEEDS['locomo']} and {NEEDS['updates']}, or run --suites latency, which needs none."
+            f"{NEEDS['locomo']} and {NEEDS['updates']}, or run --suites latency,ingest, which need none."
         )
     return args
 
@@ -155,6 +161,16 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
             writes = await latency.write_throughput(client, count=args.writes) if args.writes else None
             results["latency"] = {"runs": reports, "write_memories_per_second": writes}
             tables.append(_latency_table(reports, writes))
+        if "ingest" in suites:
+            runs = [
+                await ingest.ingest(app, client, prefilled=int(size), items=args.ingest_items, batch=100, seed=21)
+                for size in args.ingest_sizes.split(",")
+            ]
+            searches = await ingest.search_during_import(
+                app, client, prefilled=1_000, import_items=args.import_items, idle_searches=60, interval=0.2, seed=23
+            )
+            results["ingest"] = {"runs": [run.as_dict() for run in runs], "search_during_import": searches}
+            tables.append(ingest.table(runs, searches))
     return results, tables
 
 
