@@ -81,8 +81,7 @@ async def prefill(app: FastAPI, namespace: str, count: int, *, seed: int) -> Non
             )
         async with app.state.sessionmaker.begin() as session:
             await repository.insert_many(session, rows)
-    async with app.state.sessionmaker.begin() as session:
-        await retune_vector_index(session)
+    await retune_vector_index(app.state.engine)
     async with app.state.engine.connect() as connection:
         await connection.execution_options(isolation_level="AUTOCOMMIT")
         await connection.execute(text("VACUUM (ANALYZE) memories"))

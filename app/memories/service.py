@@ -28,7 +28,7 @@ from app.memories.schemas import (
 )
 from app.memories.sensitive import refuse_sensitive
 from app.models import Memory
-from app.revisions.operations import review_if_due
+from app.namespaces import tracking
 from app.revisions.service import Context, revise_new_memory
 
 
@@ -94,11 +94,13 @@ async def _store(session: AsyncSession, *, request: MemoryWrite, embedding: np.n
     memory = await repository.insert(session, new)
     await repository.add_version(session, memory, changed_by="api", at=memory.created_at)
     if context.defer is not None:
-        await context.defer(memory.id)  # async mode: the worker revises it shortly
+        await context.defer(session, memory.id)  # async mode: the worker revises it once this commits
         revisions = []
     else:
         revisions = await revise_new_memory(session, memory, embedding=embedding, context=context)
-        revisions += await review_if_due(session, namespace=memory.namespace, context=context)
+    tracking.count_new(
+        session, memory.namespace, 1, review_every=context.settings.review_every_writes, on_review_due=context.review_later
+    )
     await session.refresh(memory)
     summaries = [
         RevisionSummary(id=r.id, trigger=r.trigger, decision=r.decision, old_memory_id=r.old_memory_id, status=r.status)

@@ -6,6 +6,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.auth import Access
+from app.core.dependencies import Sessions
 from app.core.errors import Conflict, NotFound, VersionConflict
 from app.memories import records
 from app.memories import repository as memories
@@ -13,8 +14,6 @@ from app.memories.sensitive import refuse_sensitive
 from app.models import Memory, RevisionLog
 from app.revisions import repository
 from app.revisions.service import Context, apply, judge_and_apply, log_revision, tag, triggered
-
-_writes_since_review: dict[str, int] = {}
 
 
 async def _memory(session: AsyncSession, memory_id: UUID | None) -> Memory:
@@ -168,7 +167,6 @@ async def review(
             continue
         candidates = await triggered(session, memory, embedding=embedding, context=context, exclude=[], periodic=True)
         revisions += await judge_and_apply(session, memory, candidates, context=context)
-    _writes_since_review[namespace] = 0
     return revisions, len(recent)
 
 
@@ -176,13 +174,10 @@ async def listing(session: AsyncSession, *, namespace: str | None, status: str |
     return await repository.listing(session, namespace=namespace, status=status, limit=limit)
 
 
-async def review_if_due(session: AsyncSession, *, namespace: str, context: Context) -> list[RevisionLog]:
-    """Every N writes to a namespace (settings.review_every_writes) run a review."""
-    every = context.settings.review_every_writes
-    if not every:
-        return []
-    _writes_since_review[namespace] = _writes_since_review.get(namespace, 0) + 1
-    if _writes_since_review[namespace] < every:
-        return []
-    revisions, _ = await review(session, namespace=namespace, since=None, limit=context.settings.review_batch, context=context)
-    return revisions
+async def periodic_review(sessions: Sessions, *, namespace: str, context: Context) -> int:
+    """The review due after a namespace's last N writes (settings.review_every_writes), run after
+    the write that made it due has answered; how many judgements it logged."""
+    async with sessions() as session:
+        revisions, _ = await review(session, namespace=namespace, since=None, limit=context.settings.review_batch, context=context)
+        await session.commit()
+    return len(revisions)

@@ -14,6 +14,7 @@ from uuid import UUID
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from app.core.errors import VersionConflict
 from app.core.metrics import count_revision
@@ -47,12 +48,15 @@ class Triggered:
 @dataclass(slots=True)
 class Context:
     """What a revision run needs besides the session. With `defer` set (async mode), a
-    write hands its revision to the queue instead of running it."""
+    write hands its revision to the queue, in its own transaction, instead of running it;
+    `review_later` is handed a namespace whose periodic review fell due, inside the transaction
+    that made it due (app.namespaces.tracking), to queue it or start it after the commit."""
 
     judge: Judge
     embedder: EmbeddingProvider
     settings: Settings
-    defer: Callable[[UUID], Awaitable[None]] | None = None
+    defer: Callable[[AsyncSession, UUID], Awaitable[None]] | None = None
+    review_later: Callable[[Session, str], None] | None = None
 
 
 def _judged(memory: Memory) -> JudgedMemory:
