@@ -27,10 +27,10 @@ from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 MEMORY_TYPES = ("working", "episodic", "semantic")
-MEMORY_STATUSES = ("active", "superseded", "uncertain", "archived", "deleted")
+MEMORY_STATUSES = ("active", "superseded", "uncertain", "archived", "deleted", "invalidated")
 RELATION_TYPES = ("supersedes", "refines", "coexists", "related")
 REVISION_TRIGGERS = ("same_key", "strong", "weak", "periodic", "manual")
-REVISION_DECISIONS = ("CONFLICT", "REFINE", "COEXIST", "UNRELATED", "DUPLICATE")
+REVISION_DECISIONS = ("CONFLICT", "REFINE", "COEXIST", "UNRELATED", "DUPLICATE", "INVALIDATE")
 REVISION_STATUSES = ("applied", "pending", "dismissed", "rolled_back", "logged")
 LESSON_ATTRIBUTIONS = ("param_error", "tool_limit", "planning_flaw", "external_env", "unverified")
 LESSON_PATH_TYPES = ("verified", "falsified", "tentative")
@@ -128,6 +128,9 @@ class Memory(Base):
     created_at: Mapped[datetime] = _created_at()
     updated_at: Mapped[datetime] = _created_at()
     revised_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # "This was never right": why, and since when (status `invalidated`).
+    invalidated_reason: Mapped[str | None] = mapped_column(Text)
+    invalidated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb"))
 
     # Optimistic locking: every ORM update checks and bumps `version`.

@@ -16,9 +16,17 @@ from app.bench import harness, ingest, latency, locomo, retrieval, updates
 from app.core.migrations import scratch_database
 from app.core.settings import settings
 from app.revisions.judges import build_judge
+from app.revisions.rules import FALLBACKS, RULE_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
-NEEDS = {"locomo": Path("locomo") / "locomo10.json", "updates": Path("updates") / "updates_dev.jsonl"}
+NEEDS = {
+    "locomo": [Path("locomo") / "locomo10.json"],
+    "updates": [Path("updates") / "updates_dev.jsonl", Path("updates") / "updates_dev2.jsonl"],
+}
+
+
+def _listed(paths: list[Path]) -> str:
+    return ", ".join(str(path) for path in paths)
 
 
 def data_candidates() -> list[Path]:
@@ -36,11 +44,20 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--data",
         type=Path,
         default=None,
-        help=f"the evaluation data folder, holding {NEEDS['locomo']} and {NEEDS['updates']} "
+        help=f"the evaluation data folder, holding {_listed(NEEDS['locomo'] + NEEDS['updates'])} "
         "(default: ../shared/bench from the repository root)",
     )
-    parser.add_argument("--updates", type=Path, default=None, help="default: <data>/" + str(NEEDS["updates"]))
-    parser.add_argument("--locomo", type=Path, default=None, help="default: <data>/" + str(NEEDS["locomo"]))
+    parser.add_argument(
+        "--updates",
+        type=Path,
+        nargs="+",
+        default=None,
+        help=f"update case files, split into tuning and report parts by a hash of each case id "
+        f"(default: <data>/{_listed(NEEDS['updates'])})",
+    )
+    parser.add_argument("--no-ablation", action="store_true", help="skip the rule ablation (one updates run per rule)")
+    parser.add_argument("--show-tuning-failures", action="store_true", help="print the tuning split's failed cases")
+    parser.add_argument("--locomo", type=Path, default=None, help=f"default: <data>/{NEEDS['locomo'][0]}")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--sizes", default="10000,100000", help="memories per latency run")
     parser.add_argument("--queries", type=int, default=500, help="searches per latency run")
@@ -53,15 +70,16 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     candidates = data_candidates()
     data = args.data or next((path for path in candidates if path.is_dir()), candidates[0])
-    args.locomo = args.locomo or data / NEEDS["locomo"]
-    args.updates = args.updates or data / NEEDS["updates"]
+    args.locomo = args.locomo or data / NEEDS["locomo"][0]
+    args.updates = args.updates or [data / path for path in NEEDS["updates"]]
     suites = {suite.strip() for suite in args.suites.split(",")}
-    missing = [str(getattr(args, suite)) for suite in NEEDS if suite in suites and not getattr(args, suite).is_file()]
+    wanted = {"locomo": [args.locomo], "updates": args.updates}
+    missing = [str(path) for suite, paths in wanted.items() if suite in suites for path in paths if not path.is_file()]
     if missing:
         looked = "" if args.data else f" (looked in {', '.join(str(path) for path in candidates)})"
         parser.error(
             f"bench data not found: {', '.join(missing)}{looked}. Pass --data DIR (make bench DATA=DIR) with "
-            f"{NEEDS['locomo']} and {NEEDS['updates']}, or run --suites latency,ingest, which need none."
+            f"{_listed(NEEDS['locomo'] + NEEDS['updates'])}, or run --suites latency,ingest, which need none."
         )
     return args
 
@@ -111,24 +129,88 @@ def _latency_table(reports: list[dict[str, Any]], writes_per_second: float | Non
     return "\n".join(lines)
 
 
-def _updates_table(by_judge: dict[str, dict[str, Any]]) -> str:
-    relations = ["CONFLICT", "REFINE", "COEXIST", "UNRELATED", "DUPLICATE"]
-    columns = ["all", "en", "zh", *relations]
+RULES_ROW = "rules"
+ORACLE_ROW = "LLM path, oracle per candidate"
+CASE_ORACLE_ROW = "LLM path, oracle of the case's relation"
+
+
+def _updates_table(results: dict[str, dict[str, dict[str, Any]]], files: list[Path]) -> str:
+    columns = ["all", "en", "zh", *updates.RELATIONS]
+    names = ", ".join(path.name for path in files)
     lines = [
-        "Knowledge updates (updates_dev.jsonl): pass rate",
-        f"| judge | {' | '.join(columns)} | wrong supersedes |",
-        "|---|" + "---|" * (len(columns) + 1),
+        f"Knowledge updates ({names}), split by a hash of the case id (app/bench/updates.py): pass rate; "
+        "wrong supersedes = memories that must stay active (bystanders included) that ended superseded",
+        f"| judge | split (cases) | {' | '.join(columns)} | wrong supersedes |",
+        "|---|---|" + "---|" * (len(columns) + 1),
     ]
-    for judge, summary in by_judge.items():
-        rates = " | ".join(f"{summary['pass_rate'].get(c, 0):.2f}" for c in columns)
-        lines.append(f"| {judge} | {rates} | {summary['wrong_supersede_rate']:.3f} |")
-    detail = " ".join(
-        f"{relation}/{lang} {by_judge['rules']['pass_rate'].get(f'{relation}/{lang}', 0):.2f}"
-        for relation in relations
-        for lang in ("en", "zh")
+    for judge, by_split in results.items():
+        for split, summary in by_split.items():
+            rates = " | ".join(f"{summary['pass_rate'].get(c, 0):.2f}" for c in columns)
+            wrong = f"{summary['wrong_supersede_rate']:.3f} ({summary['wrongly_superseded']}/{summary['expected_active']})"
+            lines.append(f"| {judge} | {split} ({summary['cases']['all']}) | {rates} | {wrong} |")
+    for split, summary in results[RULES_ROW].items():
+        detail = " ".join(
+            f"{relation}/{lang} {summary['pass_rate'].get(f'{relation}/{lang}', 0):.2f}"
+            for relation in updates.RELATIONS
+            for lang in ("en", "zh")
+        )
+        lines.append(f"rules, {split}, by relation/language: {detail}")
+    lines.append(
+        "The LLM rows are oracles, not a model: litellm's mock_response answers every judge call, so they measure "
+        f"the LLM path's plumbing (prompt, schema, rails, actions), not a judge's quality. '{ORACLE_ROW}' answers "
+        "each candidate's expected relation (UNRELATED for a bystander); "
+        f"'{CASE_ORACLE_ROW}' answers the case's relation for every candidate, bystanders included."
     )
-    lines.append(f"rules by relation/language: {detail}")
     return "\n".join(lines)
+
+
+def _ablation_table(baseline: dict[str, dict[str, Any]], ablation: dict[str, dict[str, dict[str, Any]]]) -> str:
+    lines = [
+        "Rule ablation (rule judge with one named rule switched off; pass rate and wrong supersedes per split)",
+        "| rule off | tune pass | tune wrong | report pass | report wrong |",
+        "|---|---|---|---|---|",
+    ]
+    for rule, by_split in {"(none)": baseline, **ablation}.items():
+        cells = " | ".join(
+            f"{by_split[split]['pass_rate']['all']:.3f} | {by_split[split]['wrong_supersede_rate']:.3f}" for split in updates.SPLITS
+        )
+        lines.append(f"| {rule} | {cells} |")
+    return "\n".join(lines)
+
+
+async def _run_updates(app, client, args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    """Both splits with the rule judge and with the LLM path answered by an oracle, then the
+    ablation. Per-case failures are kept for the tuning split only."""
+    parts = updates.split(updates.load(*args.updates))
+
+    async def both_splits(label: str) -> dict[str, dict[str, Any]]:
+        return {
+            split: await updates.run(client, parts[split], label=f"{label}, {split}", with_failures=split == "tune")
+            for split in updates.SPLITS
+        }
+
+    results: dict[str, Any] = {RULES_ROW: await both_splits(RULES_ROW)}
+    app.state.judge = build_judge(settings.model_copy(update={"llm_model": "openai/oracle-judge"}))
+    with updates.oracle_llm(per_candidate=True):
+        results[ORACLE_ROW] = await both_splits("oracle")
+    with updates.oracle_llm(per_candidate=False):
+        results[CASE_ORACLE_ROW] = await both_splits("case oracle")
+    tables = [_updates_table(results, args.updates)]
+    if not args.no_ablation:
+        ablation = {}
+        for rule in (name for name in RULE_NAMES if name not in FALLBACKS):
+            app.state.judge = build_judge(settings, disabled_rules=frozenset({rule}))
+            ablation[rule] = await both_splits(f"without {rule}")
+        for by_split in ablation.values():
+            for summary in by_split.values():
+                summary.pop("failures", None)
+        results["ablation"] = ablation
+        tables.append(_ablation_table(results[RULES_ROW], ablation))
+    app.state.judge = build_judge(settings)
+    if args.show_tuning_failures:
+        failures = results[RULES_ROW]["tune"]["failures"]
+        tables.append("Tuning split, rule judge, failed cases:\n" + "\n".join(f"- {case}: {'; '.join(why)}" for case, why in sorted(failures.items())))
+    return results, tables
 
 
 async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, Any], list[str]]:
@@ -146,13 +228,8 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
             results["locomo"] = {"seconds": round(time.perf_counter() - began, 1), "scores": _scores_json(scores)}
             tables.append(_locomo_table(scores))
         if "updates" in suites:
-            cases = updates.load(args.updates)
-            results["updates"] = {"rules": await updates.run(client, cases, label="rules")}
-            app.state.judge = build_judge(settings.model_copy(update={"llm_model": "openai/mock-judge"}))
-            with updates.mocked_llm():
-                results["updates"]["llm (mock_response)"] = await updates.run(client, cases, label="llm mock")
-            app.state.judge = build_judge(settings)
-            tables.append(_updates_table(results["updates"]))
+            results["updates"], updates_tables = await _run_updates(app, client, args)
+            tables += updates_tables
         if "latency" in suites:
             reports = [
                 (await latency.run(app, client, memories=int(size), queries=args.queries)).as_dict()

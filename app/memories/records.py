@@ -1,30 +1,19 @@
 """How a memory row is built from text: normal form, hash, and a new active row."""
 
 import hashlib
-import re
-import unicodedata
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from app.models import Memory
+from app.text import normalise, same_numbers
 
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-
-
-def normalise(content: str) -> str:
-    """Case, width and whitespace folded: the form two writes must share to be 'the same'."""
-    return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+__all__ = ["content_hash", "new_memory", "normalise", "same_numbers"]
 
 
 def content_hash(content: str) -> str:
     return hashlib.sha256(normalise(content).encode()).hexdigest()
-
-
-def same_numbers(first: str, second: str) -> bool:
-    """Near-identical texts that differ in a number (8月15日 / 8月16日) are an update, not a repeat."""
-    return sorted(_NUMBER.findall(normalise(first))) == sorted(_NUMBER.findall(normalise(second)))
 
 
 def _expiry(created_at: datetime, ttl_seconds: int | None) -> datetime | None:

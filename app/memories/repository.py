@@ -14,7 +14,7 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from app.core.errors import VersionConflict
 from app.models import Memory, MemoryRelation, MemoryVersion, WriteRateCount, WriteRateFlag
-from app.recall.lexical import lexemes
+from app.text import lexemes
 
 # Fields a version snapshot keeps: enough to put a memory back exactly as it was.
 SNAPSHOT_FIELDS = (
@@ -31,6 +31,8 @@ SNAPSHOT_FIELDS = (
     "superseded_by",
     "expires_at",
     "revised_at",
+    "invalidated_reason",
+    "invalidated_at",
     "embedding_model",
 )
 
@@ -59,8 +61,10 @@ def snapshot_of(memory: Memory) -> dict[str, Any]:
 
 
 _UUID_FIELDS = ("supersedes", "superseded_by")
-_TIME_FIELDS = ("expires_at", "revised_at")
-_KEPT_ON_RESTORE = ("version", "embedding_model")  # the version only grows; the vector is recomputed
+_TIME_FIELDS = ("expires_at", "revised_at", "invalidated_at")
+# The version only grows; the vector is recomputed; confidence is a ranking signal that feedback
+# moves and no revision changes, so undoing a revision keeps the feedback given since.
+_KEPT_ON_RESTORE = ("version", "embedding_model", "confidence")
 
 
 def restore_snapshot(memory: Memory, snapshot: dict[str, Any]) -> bool:
@@ -217,6 +221,18 @@ async def touch(session: AsyncSession, memory: Memory) -> None:
     await session.refresh(memory)
 
 
+async def adjust_confidence(session: AsyncSession, memory: Memory, *, useful: bool, step: float, cap: float) -> Memory:
+    """Feedback: move the confidence up (never past the cap, never down) or down (never below
+    0), in one statement, so concurrent feedback loses nothing. A ranking signal, not a change
+    of the memory: no version, no version row, no conflict with a client's expected_version."""
+    table = Memory.__table__  # the table, not the ORM entity, which would bump the version
+    confidence = table.c.confidence
+    value = func.greatest(confidence, func.least(cap, confidence + step)) if useful else func.greatest(0.0, confidence - step)
+    await session.execute(update(table).where(table.c.id == memory.id).values(confidence=value, updated_at=func.now()))
+    await session.refresh(memory)
+    return memory
+
+
 async def save_change(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> Memory:
     """Write the memory's changed fields (its version goes up by one, refused if another
     writer got there first) and record the new version."""
@@ -263,14 +279,14 @@ async def chain(session: AsyncSession, memory_id: UUID, *, direction: str) -> li
     return [found[memory_id] for memory_id in ids if memory_id in found]
 
 
-async def relations(session: AsyncSession, memory_id: UUID) -> list[tuple[str, UUID]]:
-    statement = select(MemoryRelation.type, MemoryRelation.from_memory_id, MemoryRelation.to_memory_id).where(
-        (MemoryRelation.from_memory_id == memory_id) | (MemoryRelation.to_memory_id == memory_id)
+async def relations(session: AsyncSession, memory_id: UUID) -> list[tuple[MemoryRelation, bool]]:
+    """The memory's edges, each with whether it starts at this memory."""
+    statement = (
+        select(MemoryRelation)
+        .where((MemoryRelation.from_memory_id == memory_id) | (MemoryRelation.to_memory_id == memory_id))
+        .order_by(MemoryRelation.id)
     )
-    return [
-        (relation_type, target if source == memory_id else source)
-        for relation_type, source, target in (await session.execute(statement)).all()
-    ]
+    return [(edge, edge.from_memory_id == memory_id) for edge in (await session.execute(statement)).scalars()]
 
 
 async def recent(session: AsyncSession, *, n: int, namespace: str | None) -> list[Memory]:

@@ -10,10 +10,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 from app.core.errors import Problem
 from app.core.settings import settings
 from app.core.validation import INT4_MAX, NOT_BLANK, BoundedObject, Number, PastTimestamp, RequestBody, integer
+from app.memories.trust import SOURCE_KINDS
 from app.models import Memory
 
 MemoryType = Literal["working", "episodic", "semantic"]
-MemoryStatus = Literal["active", "superseded", "uncertain", "archived", "deleted"]
+MemoryStatus = Literal["active", "superseded", "uncertain", "archived", "deleted", "invalidated"]
 
 NAMESPACE_PATTERN = r"^[A-Za-z0-9_.\-]+(:[A-Za-z0-9_.\-]+)*$"
 # After "<namespace>:", one or more segments such as "phone" or "diet:breakfast"; CJK allowed.
@@ -66,11 +67,23 @@ class MemoryWrite(RequestBody):
     importance: Number = Field(default=0.5, ge=0, le=1)
     ttl_seconds: integer(ge=1, le=INT4_MAX) | None = Field(default=None, description="Forget after this many seconds.")
     session_id: str | None = Field(default=None, max_length=200)
-    source: BoundedObject | None = Field(default=None, description="Where it came from: turn id, agent id, ...")
+    source: BoundedObject | None = Field(
+        default=None,
+        description="Where it came from: `kind` (user, agent, tool or web; default agent) sets how far it is "
+        "trusted; turn id, agent id, ...",
+        examples=[{"kind": "user", "turn_id": "t12"}],
+    )
     metadata: BoundedObject | None = None
     created_at: PastTimestamp | None = Field(
         default=None, description="Original time, for imports; defaults to now. Not in the future (beyond a small clock skew)."
     )
+
+    @field_validator("source")
+    @classmethod
+    def _known_source_kind(cls, source: dict[str, Any] | None) -> dict[str, Any] | None:
+        if source is not None and "kind" in source and source["kind"] not in SOURCE_KINDS:
+            raise ValueError(f"source.kind must be one of {', '.join(SOURCE_KINDS)}")
+        return source
 
     @field_validator("key")
     @classmethod
@@ -121,6 +134,8 @@ class MemoryOut(BaseModel):
     embedding_model: str | None
     source: dict[str, Any]
     metadata: dict[str, Any]
+    invalidated_reason: str | None = Field(default=None, description="Why it was invalidated (status `invalidated`).")
+    invalidated_at: datetime | None = None
 
     @classmethod
     def of(cls, memory: "Memory") -> Self:
@@ -170,8 +185,14 @@ class VersionOut(BaseModel):
 
 
 class RelationOut(BaseModel):
-    type: str
-    memory_id: UUID
+    """One edge, named as seen from this memory: it `supersedes` the other or is
+    `superseded_by` it, `refines` (a merge replacing the other) or is `refined_by` it;
+    `coexists` and `related` (a likely update held for review) read the same both ways."""
+
+    type: Literal["supersedes", "superseded_by", "refines", "refined_by", "coexists", "related"]
+    memory_id: UUID = Field(description="The memory at the other end.")
+    direction: Literal["outgoing", "incoming"]
+    revision_id: UUID | None = Field(description="The revision that made the edge.")
 
 
 class MemoryDetail(BaseModel):

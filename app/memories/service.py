@@ -27,7 +27,7 @@ from app.memories.schemas import (
     WriteResponse,
 )
 from app.memories.sensitive import refuse_sensitive
-from app.models import Memory
+from app.models import Memory, MemoryRelation
 from app.namespaces import tracking
 from app.revisions.service import Context, revise_new_memory
 
@@ -198,7 +198,20 @@ async def detail(session: AsyncSession, *, memory_id: UUID, access: Access) -> M
         versions=[VersionOut.model_validate(version, from_attributes=True) for version in await repository.versions(session, memory_id)],
         supersedes=[MemoryOut.of(older) for older in await repository.chain(session, memory_id, direction="back")],
         superseded_by=[MemoryOut.of(newer) for newer in await repository.chain(session, memory_id, direction="forward")],
-        relations=[RelationOut(type=kind, memory_id=other) for kind, other in await repository.relations(session, memory_id)],
+        relations=[_relation(edge, outgoing) for edge, outgoing in await repository.relations(session, memory_id)],
+    )
+
+
+# How an edge reads from its far end.
+_INCOMING = {"supersedes": "superseded_by", "refines": "refined_by"}
+
+
+def _relation(edge: MemoryRelation, outgoing: bool) -> RelationOut:
+    return RelationOut(
+        type=edge.type if outgoing else _INCOMING.get(edge.type, edge.type),
+        memory_id=edge.to_memory_id if outgoing else edge.from_memory_id,
+        direction="outgoing" if outgoing else "incoming",
+        revision_id=edge.revision_id,
     )
 
 

@@ -259,11 +259,12 @@ async def load_in_scope(session: AsyncSession, scope: Scope, memory_ids: Sequenc
 
 
 async def coexisting(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, list[UUID]]:
-    """Partners linked to each memory by a COEXIST judgement."""
+    """Partners linked to each memory by a judgement that kept both: COEXIST, or a likely
+    update held for review."""
     if not memory_ids:
         return {}
     statement = select(MemoryRelation.from_memory_id, MemoryRelation.to_memory_id).where(
-        MemoryRelation.type == "coexists",
+        MemoryRelation.type.in_(("coexists", "related")),
         or_(MemoryRelation.from_memory_id.in_(memory_ids), MemoryRelation.to_memory_id.in_(memory_ids)),
     )
     partners: dict[UUID, list[UUID]] = {}
@@ -271,6 +272,38 @@ async def coexisting(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[
         partners.setdefault(first, []).append(second)
         partners.setdefault(second, []).append(first)
     return partners
+
+
+async def links_among(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[frozenset[UUID], str]:
+    """The judge's links between any two of these memories (a held update wins over a
+    coexistence when both exist)."""
+    if len(memory_ids) < 2:
+        return {}
+    statement = select(MemoryRelation.from_memory_id, MemoryRelation.to_memory_id, MemoryRelation.type).where(
+        MemoryRelation.from_memory_id.in_(memory_ids), MemoryRelation.to_memory_id.in_(memory_ids)
+    )
+    links: dict[frozenset[UUID], str] = {}
+    for first, second, kind in (await session.execute(statement)).all():
+        pair = frozenset((first, second))
+        if links.get(pair) != "related":
+            links[pair] = kind
+    return links
+
+
+async def similarities_among(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[frozenset[UUID], float]:
+    """The cosine between every two of these memories (of one embedding model)."""
+    if len(memory_ids) < 2:
+        return {}
+    first, second = aliased(Memory, name="first"), aliased(Memory, name="second")
+    statement = select(first.id, second.id, 1 - first.embedding.cosine_distance(second.embedding)).where(
+        first.id.in_(memory_ids),
+        second.id.in_(memory_ids),
+        first.id < second.id,
+        first.embedding_model == second.embedding_model,
+        first.embedding.is_not(None),
+        second.embedding.is_not(None),
+    )
+    return {frozenset((a, b)): float(cosine) for a, b, cosine in (await session.execute(statement)).all()}
 
 
 async def record_access(session: AsyncSession, memory_id: UUID, *, at: datetime) -> None:

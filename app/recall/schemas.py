@@ -1,5 +1,6 @@
 """Shapes of `POST /v1/memories/search` (SPEC sections 5 and 11)."""
 
+from datetime import datetime
 from typing import Self
 from uuid import UUID
 
@@ -74,6 +75,12 @@ class ScoreParts(BaseModel):
     confidence: float
     access: float
     lexical: float | None = None
+    trust: float = Field(default=1.0, description="Weight of the memory's source (user, agent, tool, web); multiplies the rest.")
+
+
+class Invalidation(BaseModel):
+    reason: str
+    at: datetime
 
 
 class SearchHit(BaseModel):
@@ -83,6 +90,9 @@ class SearchHit(BaseModel):
     routes: list[str]
     superseded_by: UUID | None = None
     related: list[UUID] = []
+    later_invalidated: Invalidation | None = Field(
+        default=None, description="With `as_of`: the memory was believed then and has since been invalidated."
+    )
 
 
 class RouteCandidate(BaseModel):

@@ -1,4 +1,5 @@
-"""The weighted rerank: final = w_sem*semantic + w_rec*recency + w_conf*confidence + w_acc*access.
+"""The weighted rerank: final = (w_sem*semantic + w_rec*recency + w_conf*confidence + w_acc*access)
+* trust, where trust is the weight of the memory's source (user, agent, tool, web).
 
 `semantic` is the candidate's relevance to the query (app/recall/relevance.py), which is
 where the lexical route's evidence enters: the formula itself stays as the spec gives it.
@@ -40,12 +41,13 @@ class Parts:
     confidence: float
     access: float
     lexical: float | None
+    trust: float = 1.0
 
     def as_dict(self) -> dict[str, float]:
         return {"semantic": self.semantic, "recency": self.recency, "confidence": self.confidence, "access": self.access}
 
     def final(self, weights: Weights) -> float:
-        return sum(weight * getattr(self, name) for name, weight in weights.as_dict().items())
+        return self.trust * sum(weight * getattr(self, name) for name, weight in weights.as_dict().items())
 
 
 def recency(*, last_seen: datetime, at: datetime, decay_per_hour: float) -> float:

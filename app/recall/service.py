@@ -18,13 +18,24 @@ from app.core.replica import Reads
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
 from app.memories.schemas import MemoryOut
+from app.memories.trust import trust_of
 from app.models import Memory
 from app.namespaces import repository as namespaces
-from app.recall import relevance, repository, scoring
+from app.recall import competitors, relevance, repository, scoring
 from app.recall.cache import SearchCache
-from app.recall.lexical import STOPWORDS, lexemes, or_query
+from app.recall.lexical import or_query
 from app.recall.repository import RouteRows, Scope
-from app.recall.schemas import Explain, Miss, RouteCandidate, ScoreParts, SearchHit, SearchRequest, SearchResponse
+from app.recall.schemas import (
+    Explain,
+    Invalidation,
+    Miss,
+    RouteCandidate,
+    ScoreParts,
+    SearchHit,
+    SearchRequest,
+    SearchResponse,
+)
+from app.text import STOPWORDS, lexemes
 
 _WORD = re.compile(r"\w+")
 
@@ -166,6 +177,7 @@ def _scorer(
             confidence=memory.confidence,
             access=scoring.access(memory.access_count),
             lexical=fit.lexical if fit else None,
+            trust=trust_of(memory.source, settings),
         )
         return Scored(memory=memory, parts=parts, score=parts.final(weights), routes=sorted(routes) or ["context"])
 
@@ -199,6 +211,30 @@ def _rank(
     ]
     shortlist.sort(key=lambda item: (item.score, item.memory.created_at), reverse=True)
     return shortlist
+
+
+async def _prefer_newer(session: AsyncSession, ranked: list[Scored], *, query: str, settings: Settings) -> list[Scored]:
+    """The first hits in the order app/recall/competitors.py gives competing memories."""
+    rules = competitors.Settings(
+        window=settings.competitor_window, similarity=settings.competitor_similarity, relevance=settings.competitor_relevance
+    )
+    window = [
+        competitors.Hit(item.memory.id, item.memory.content, item.memory.created_at, item.parts.semantic)
+        for item in ranked[: rules.window]
+    ]
+    ids = [hit.id for hit in competitors.contenders(window, rules)]
+    if len(ids) < 2:
+        return ranked
+    need_links, need_similarity = competitors.lookups(query)
+    order = competitors.reorder(
+        window,
+        query=query,
+        links=await repository.links_among(session, ids) if need_links else {},
+        similarity=await repository.similarities_among(session, ids) if need_similarity else {},
+        settings=rules,
+    )
+    by_id = {item.memory.id: item for item in ranked[: rules.window]}
+    return [by_id[memory_id] for memory_id in order] + ranked[rules.window :]
 
 
 def _explain(routes: dict[str, RouteRows], ranked: list[Scored], *, top_k: int, weights: scoring.Weights) -> Explain:
@@ -252,6 +288,7 @@ def _hit(item: Scored, *, related: list[UUID]) -> SearchHit:
             confidence=round(parts.confidence, 6),
             access=round(parts.access, 6),
             lexical=None if parts.lexical is None else round(parts.lexical, 6),
+            trust=round(parts.trust, 6),
         ),
         routes=item.routes,
         superseded_by=item.memory.superseded_by,
@@ -266,8 +303,15 @@ async def _as_they_stood(session: AsyncSession, hits: list[SearchHit], *, at: da
     stood = []
     for hit in hits:
         recorded = {name: value for name, value in snapshots[hit.memory.id].items() if name in MemoryOut.model_fields}
-        then = MemoryOut.model_validate({**hit.memory.model_dump(), **recorded})
-        stood.append(hit.model_copy(update={"memory": then, "superseded_by": then.superseded_by}))
+        unset = {"invalidated_reason": None, "invalidated_at": None}  # older snapshots predate the fields
+        then = MemoryOut.model_validate({**hit.memory.model_dump(), **unset, **recorded})
+        now = hit.memory
+        later = (
+            Invalidation(reason=now.invalidated_reason or "", at=now.invalidated_at)
+            if now.status == "invalidated" and then.status != "invalidated" and now.invalidated_at
+            else None
+        )
+        stood.append(hit.model_copy(update={"memory": then, "superseded_by": then.superseded_by, "later_invalidated": later}))
     return stood
 
 
@@ -332,6 +376,7 @@ async def search(
         weights = effective_weights(request, settings)
         score = _scorer(candidates, relevances, at=at, weights=weights, settings=settings)
         ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k)
+        ranked = await _prefer_newer(reader, ranked, query=request.query, settings=settings)
         hits = await _with_partners(reader, scope, ranked, top_k=request.top_k, score=score)
         if request.as_of:
             hits = await _as_they_stood(reader, hits, at=at)

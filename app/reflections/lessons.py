@@ -4,9 +4,8 @@ what confidence repeated sightings and feedback give it."""
 import re
 
 from app.core.settings import Settings
-from app.memories.records import normalise, same_numbers
 from app.models import Reflection
-from app.revisions.text_signals import read
+from app.text import negated, normalise, same_numbers
 
 _TYPE_WORDS = re.compile(r"\b(string|integer|int|number|float|boolean|bool|array|list|object|dict|null)s?\b")
 _PATH_STRENGTH = ("verified", "falsified", "tentative")
@@ -22,7 +21,7 @@ def opposite(lesson: str, other: str) -> bool:
     if normalise(lesson) == normalise(other):
         return False
     return (
-        read(lesson).negative != read(other).negative
+        negated(lesson) != negated(other)
         or _type_words(lesson) != _type_words(other)
         or not same_numbers(lesson, other)
     )

@@ -18,6 +18,7 @@ from app.memories import repository as memories
 from app.memories.records import content_hash
 from app.memories.sensitive import find_sensitive, refuse_sensitive, refuse_sensitive_off_loop
 from app.models import Memory, Reflection, TaskEvent, TaskReview
+from app.namespaces.tracking import mark_written
 from app.recall.scoring import recency
 from app.reflections import repository
 from app.reflections.lessons import admitted, after_feedback, opposite, seen_again_confidence, stronger_path
@@ -396,13 +397,16 @@ async def lesson_feedback(
 async def memory_feedback(
     session: AsyncSession, *, memory_id: UUID, useful: bool, settings: Settings, access: Access
 ) -> Memory:
-    """Feedback moves a memory's confidence, which the search rerank weighs."""
-    memory = await memories.get(session, memory_id, for_update=True)
+    """Feedback moves a memory's confidence, which the search rerank weighs: a ranking signal,
+    so neither a new version nor anything a rollback must undo."""
+    memory = await memories.get(session, memory_id)
     if memory is None:
         raise NotFound(f"no memory with id {memory_id}")
     access.check(memory.namespace)
-    memory.confidence = after_feedback(memory.confidence, useful=useful, settings=settings)
-    return await memories.save_change(session, memory, changed_by="feedback")
+    step = settings.feedback_useful_step if useful else settings.feedback_not_useful_step
+    memory = await memories.adjust_confidence(session, memory, useful=useful, step=step, cap=settings.feedback_confidence_cap)
+    mark_written(session, [memory.namespace])  # cached searches ranked it with the old confidence
+    return memory
 
 
 async def decay(session: AsyncSession, *, namespace: str | None, settings: Settings) -> DecayReport:

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.memories.records import normalise
+from app.text import normalise
 
 STEP_TYPES = frozenset({"tool_call", "plan_step", "llm_request"})
 

@@ -17,6 +17,8 @@ class JudgedMemory:
     memory_type: str
     key: str | None
     created_at: datetime
+    source: str = "agent"  # who said it: user, agent, tool or web
+    confidence: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

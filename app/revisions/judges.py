@@ -20,23 +20,32 @@ class Judge(Protocol):
 
 
 class RulesJudge:
-    def __init__(self) -> None:
-        self._rules = RuleJudge()
+    def __init__(self, *, threshold: float = 0.7, disabled: frozenset[str] = frozenset()) -> None:
+        self._rules = RuleJudge(threshold=threshold, disabled=disabled)
 
     async def rule(self, new: JudgedMemory, candidates: Sequence[Candidate]) -> Ruling:
         return Ruling(self._rules.judge(new, candidates), decided_by="rules")
 
 
 SYSTEM_PROMPT = """You keep an AI agent's long-term memory consistent. A NEW memory was just \
-written; decide, for each OLD memory listed, how the new one relates to it:
-- CONFLICT: same subject, the new memory changes or contradicts the old one (the old is outdated).
-- REFINE: same subject, the new memory adds compatible detail; give merged_content, one text \
-keeping every detail of both.
-- COEXIST: related subject, both stay true (e.g. different days of one schedule).
-- UNRELATED: different subjects that merely share words.
+written; decide, for each OLD memory listed, how the new one relates to it. Each memory comes \
+with when it was written (written_at, the time in the world it describes) and who said it \
+(source: user, agent, tool or web, most trusted first).
+- CONFLICT: the same subject AND the same attribute, and the new memory changes or contradicts \
+the old one, so the old is no longer true. The old memory will be hidden from search.
+- REFINE: the new memory adds detail to the SAME statement (e.g. "User has a dog" / "The dog is \
+a beagle"); give merged_content, one text keeping every detail of both. Another attribute of the \
+same subject ("The service is written in Go" / "The service's on-call rotation is weekly") is \
+COEXIST, never REFINE.
+- COEXIST: related, and both stay true (different attributes, different days of one schedule, \
+a temporary state beside a lasting one, another person's fact).
+- UNRELATED: different things that merely share words.
 - DUPLICATE: the new memory restates the old one.
 A plan or intention for the future never contradicts a current fact. Judge all old memories \
-together: they give each other context. Answer with JSON only:
+together: they give each other context. Superseding wrongly hides a true memory, which is worse \
+than keeping both: when unsure, COEXIST and UNRELATED are the safe answers. Give your \
+confidence that each decision is right (0..1); below the service's threshold nothing is changed. \
+Answer with JSON only:
 {"judgements": [{"candidate": <number>, "decision": "CONFLICT|REFINE|COEXIST|UNRELATED|DUPLICATE", \
 "confidence": <0..1>, "reason": "<short>", "merged_content": "<REFINE only, else null>"}]}"""
 
@@ -56,13 +65,21 @@ class _LLMAnswer(BaseModel):
 def _user_prompt(new: JudgedMemory, candidates: Sequence[Candidate]) -> str:
     return json.dumps(
         {
-            "new": {"content": new.content, "key": new.key, "written_at": new.created_at.isoformat()},
+            "new": {
+                "content": new.content,
+                "key": new.key,
+                "written_at": new.created_at.isoformat(),
+                "source": new.source,
+                "confidence": new.confidence,
+            },
             "old": [
                 {
                     "candidate": index,
                     "content": candidate.memory.content,
                     "key": candidate.memory.key,
                     "written_at": candidate.memory.created_at.isoformat(),
+                    "source": candidate.memory.source,
+                    "confidence": candidate.memory.confidence,
                     "similarity": round(candidate.similarity, 3),
                 }
                 for index, candidate in enumerate(candidates)
@@ -107,8 +124,10 @@ class LLMJudge:
         )
 
 
-def build_judge(settings: Settings) -> Judge:
-    rules = RulesJudge()
+def build_judge(settings: Settings, *, disabled_rules: frozenset[str] = frozenset()) -> Judge:
+    """The rule judge, or the LLM judge with the rules as its fallback when a model is set;
+    `disabled_rules` switches named rules off (the benchmark's ablation)."""
+    rules = RulesJudge(threshold=settings.revision_confidence_threshold, disabled=disabled_rules)
     if not settings.llm_model:
         return rules
     return LLMJudge(

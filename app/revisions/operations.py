@@ -81,6 +81,45 @@ async def revise(
     return memory, revision
 
 
+async def invalidate(
+    session: AsyncSession, *, memory_id: UUID, reason: str, context: Context, access: Access
+) -> tuple[Memory, RevisionLog, list[Memory]]:
+    """Mark a memory as never right: it leaves search but keeps its history, and what it had
+    replaced holds again. Logged as a revision, so it rolls back like one."""
+    refuse_sensitive(reason)
+    memory = await memories.get(session, memory_id)
+    if memory is None:
+        raise NotFound(f"no memory with id {memory_id}")
+    access.check(memory.namespace)
+    await memories.lock_namespace(session, memory.namespace)
+    await session.refresh(memory)
+    if memory.status not in ("active", "uncertain", "superseded"):
+        raise Conflict(f"memory {memory_id} is {memory.status}; only active, uncertain or superseded memories can be invalidated")
+    now = datetime.now(timezone.utc)
+    revision = await log_revision(
+        session,
+        memory,
+        trigger="manual",
+        old_memory_id=memory.id,
+        decision="INVALIDATE",
+        reason=reason,
+        confidence=1.0,
+        judge="api",
+        status="applied",
+        resolved_at=now,
+    )
+    memory.status, memory.invalidated_reason, memory.invalidated_at = "invalidated", reason, now
+    await memories.save_change(session, memory, changed_by=tag(revision), at=now)
+    restored = []
+    for older in await repository.replaced_by(session, memory.id):
+        older.status, older.superseded_by = "active", None
+        await memories.save_change(session, older, changed_by=tag(revision), at=now)
+        restored.append(older)
+    await session.flush()
+    await session.refresh(memory)
+    return memory, revision, restored
+
+
 async def _release_if_settled(session: AsyncSession, memory: Memory, revision: RevisionLog) -> None:
     """An uncertain memory becomes active again once no judgement about it is pending."""
     if memory.status == "uncertain" and not await repository.pending_for(session, memory.id, exclude=revision.id):
@@ -106,6 +145,7 @@ async def resolve_pending(
         await apply(session, revision, new, old, context=context)
     else:
         revision.status, revision.resolved_at = "dismissed", datetime.now(timezone.utc)
+        await repository.unlink_revision(session, revision.id)  # the likely-update link was wrong
     await _release_if_settled(session, new, revision)
     await session.flush()
     return revision

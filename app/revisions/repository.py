@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import and_, delete, exists, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -107,4 +107,24 @@ async def recent_revisable(
     )
     if since is not None:
         statement = statement.where(Memory.created_at >= since)
+    return list((await session.execute(statement)).scalars())
+
+
+async def replaced_by(session: AsyncSession, memory_id: UUID) -> list[Memory]:
+    """Memories this one superseded as their update or merge (not restatements folded into
+    it), locked for the change."""
+    folded = exists().where(
+        RevisionLog.decision == "DUPLICATE",
+        RevisionLog.status == "applied",
+        or_(
+            and_(RevisionLog.new_memory_id == Memory.id, RevisionLog.old_memory_id == memory_id),
+            and_(RevisionLog.new_memory_id == memory_id, RevisionLog.old_memory_id == Memory.id),
+        ),
+    )
+    statement = (
+        select(Memory)
+        .where(Memory.superseded_by == memory_id, Memory.status == "superseded", ~folded)
+        .order_by(Memory.created_at)
+        .with_for_update()
+    )
     return list((await session.execute(statement)).scalars())

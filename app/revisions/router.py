@@ -13,6 +13,8 @@ from app.memories.schemas import MemoryOut, Namespace
 from app.revisions import operations
 from app.revisions.dependencies import RevisionContextDep
 from app.revisions.schemas import (
+    InvalidateRequest,
+    InvalidateResponse,
     ReviewRequest,
     ReviewResponse,
     ReviseRequest,
@@ -60,6 +62,32 @@ async def revise_memory(
         access=access,
     )
     return ReviseResponse(memory=MemoryOut.of(memory), revision=RevisionOut.of(revision))
+
+
+@router.post(
+    "/v1/memories/{memory_id:uuid}/invalidate",
+    response_model=InvalidateResponse,
+    responses={
+        200: links(MEMORY.at("/memory"), REVISION.at("/revision")),
+        **problem_responses(NotFound, Conflict, VersionConflict, Unprocessable, SensitiveContent),
+    },
+    dependencies=[IDEMPOTENT],
+)
+async def invalidate_memory(
+    memory_id: Annotated[UUID, Path()],
+    body: InvalidateRequest,
+    session: SessionDep,
+    context: RevisionContextDep,
+    access: AccessDep,
+) -> InvalidateResponse:
+    """Mark a memory as never right: it leaves search, keeps its history and the reason, and
+    what it replaced holds again; roll the returned revision back to undo."""
+    memory, revision, restored = await operations.invalidate(
+        session, memory_id=memory_id, reason=body.reason, context=context, access=access
+    )
+    return InvalidateResponse(
+        memory=MemoryOut.of(memory), revision=RevisionOut.of(revision), restored=[MemoryOut.of(m) for m in restored]
+    )
 
 
 @router.post(

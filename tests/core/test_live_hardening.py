@@ -100,8 +100,9 @@ def test_the_issues_pattern_never_stalls_the_event_loop(live):
 
 
 def test_a_schema_that_runs_away_is_stopped_and_the_loop_stays_free(live):
-    """A reference graph exponential to walk runs past the limit: its worker is killed. Four at
-    once (two workers) all answer, each within the wait for a worker plus the limit."""
+    """A reference graph exponential to walk runs past the time or the memory limit (which comes
+    first depends on the machine): its worker is stopped. Four at once (two workers) all answer,
+    each within the wait for a worker plus the limit."""
     bodies = [_event(_reference_graph(40), {"a": "x"}) for _ in range(4)]
     results, latencies = _healthz_during(live.base_url, [lambda body=body: _post(live.base_url, body) for body in bodies])
     assert len(latencies) >= 3 and max(latencies) < HEALTHY_SECONDS, latencies
@@ -109,7 +110,7 @@ def test_a_schema_that_runs_away_is_stopped_and_the_loop_stays_free(live):
         assert response.status_code == 200, response.text
         assert seconds < 2 * SCHEMA_CHECK_SECONDS + 3
         note = response.json()["review"]["note"]
-        assert "was stopped" in note or "stayed busy" in note, note
+        assert any(stop in note for stop in ("was stopped", "ran out of memory", "stayed busy")), note
     # The killed workers were replaced: the next schema is checked as usual.
     response, _ = _post(live.base_url, _event({"properties": {"n": {"type": "integer"}}}, {"n": "3"}))
     assert [lesson["lesson"] for lesson in response.json()["lessons"]] == ["When calling probe, pass `n` as integer."]

@@ -9,9 +9,10 @@ from app.bench.__main__ import NEEDS, _parse
 
 
 def lay_out(bench: Path) -> None:
-    for path in NEEDS.values():
-        (bench / path).parent.mkdir(parents=True, exist_ok=True)
-        (bench / path).write_text("{}")
+    for paths in NEEDS.values():
+        for path in paths:
+            (bench / path).parent.mkdir(parents=True, exist_ok=True)
+            (bench / path).write_text("{}")
 
 
 def test_the_data_beside_the_checkout_is_found_wherever_the_checkout_is(tmp_path, monkeypatch):
@@ -20,13 +21,14 @@ def test_the_data_beside_the_checkout_is_found_wherever_the_checkout_is(tmp_path
     lay_out(tmp_path / "projects" / "shared" / "bench")
     monkeypatch.chdir(checkout)  # make runs from the repository root
     args = _parse([])
-    assert args.locomo == tmp_path / "projects" / "shared" / "bench" / NEEDS["locomo"]
-    assert args.updates.is_file()
+    assert args.locomo == tmp_path / "projects" / "shared" / "bench" / NEEDS["locomo"][0]
+    assert args.updates and all(path.is_file() for path in args.updates)
 
 
 def test_data_is_taken_from_the_path_given(tmp_path):
     lay_out(tmp_path / "elsewhere")
-    assert _parse(["--data", str(tmp_path / "elsewhere")]).updates == tmp_path / "elsewhere" / NEEDS["updates"]
+    given = tmp_path / "elsewhere"
+    assert _parse(["--data", str(given)]).updates == [given / path for path in NEEDS["updates"]]
 
 
 def test_missing_data_is_named_with_the_way_to_give_it(tmp_path, capsys):
@@ -34,5 +36,5 @@ def test_missing_data_is_named_with_the_way_to_give_it(tmp_path, capsys):
         _parse(["--data", str(tmp_path / "nothing-here")])
     assert stopped.value.code == 2
     error = capsys.readouterr().err
-    assert f"bench data not found: {tmp_path / 'nothing-here' / NEEDS['locomo']}" in error and "--data DIR" in error
+    assert f"bench data not found: {tmp_path / 'nothing-here' / NEEDS['locomo'][0]}" in error and "--data DIR" in error
     assert _parse(["--data", str(tmp_path / "nothing-here"), "--suites", "latency"]).suites == "latency"

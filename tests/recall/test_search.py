@@ -118,9 +118,11 @@ async def test_hits_carry_scores_and_access_is_recorded(client, filler):
     result = await search(client, "cats Miso and Tofu", top_k=1)
     hit = result["hits"][0]
     assert hit["memory"]["id"] == target["id"]
-    assert set(hit["scores"]) >= {"semantic", "recency", "confidence", "access"}
+    assert set(hit["scores"]) >= {"semantic", "recency", "confidence", "access", "trust"}
+    assert hit["scores"]["trust"] == 0.8  # no source.kind given: an agent's memory
+    parts = hit["scores"]
     assert hit["score"] == pytest.approx(
-        0.4 * hit["scores"]["semantic"] + 0.3 * hit["scores"]["recency"] + 0.2 * hit["scores"]["confidence"] + 0.1 * hit["scores"]["access"],
+        parts["trust"] * (0.4 * parts["semantic"] + 0.3 * parts["recency"] + 0.2 * parts["confidence"] + 0.1 * parts["access"]),
         abs=1e-5,
     )
     detail = (await client.get(f"/v1/memories/{target['id']}")).json()["memory"]

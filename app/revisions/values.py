@@ -1,20 +1,21 @@
-"""Typed values in a memory's text: times, dates, weekdays, money,
-versions, quantities, codes and quoted names, in English and Chinese.
+"""Typed values in a memory's text: times, dates, weekdays, money, versions, quantities,
+identifiers, codes and quoted names, in English and Chinese.
 
-Two memories about one subject that hold different values of one kind
-(Tuesday / Thursday, $399 / $329) cannot both be current.
+Two memories about one subject that hold different values of one precise kind (Tuesday /
+Thursday, $399 / $329) cannot both be current. Identifiers ("note 3", "2号线") and bare
+numbers name things rather than measure them: different ones may be different things.
 """
 
 import re
 from collections.abc import Callable
 
+from app.text import CJK_CHARS, STOPWORDS
+
 Value = tuple[str, str]
 
-_CJK = re.compile(r"[\u4e00-\u9fff]")
-# Words that follow a number without being its unit ("7 on May 3").
-_NOT_UNITS = frozenset(
-    "a an the on at in of and or to for with by from is are was were am pm as than".split()
-)
+_CJK = re.compile(rf"[{CJK_CHARS}]")
+# Words that follow a number without being its unit ("7 on May 3", "note 3 about").
+_NOT_UNITS = STOPWORDS | frozenset("am pm".split())
 
 _NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -34,7 +35,8 @@ _ZH_WEEKDAYS = {"一": "1", "二": "2", "三": "3", "四": "4", "五": "5", "六
                 "日": "7", "天": "7"}
 _ZH_DAYPART_PM = ("下午", "晚上", "傍晚", "夜里")
 _ZH_UNITS = ("个", "次", "秒", "分钟", "小时", "天", "周", "月", "年", "岁", "楼", "层",
-             "杯", "斤", "公斤", "公里", "米", "件", "台", "只", "条", "张", "本", "页",
+             "杯", "斤", "公斤", "毫克", "克", "毫升", "升", "公里", "厘米", "米", "件", "台", "只", "条",
+             "张", "本", "页",
              "人", "分", "元", "块", "倍", "遍", "套", "间", "辆")
 # 一只 / 一台 read as the article "a", not as a count.
 _ZH_ARTICLE = re.compile(r"^一(?:个|只|台|辆|名|家|位|件|条|张|本|套|间)$")
@@ -65,8 +67,22 @@ def _num(text: str) -> str:
     return str(int(number)) if number == int(number) else str(number)
 
 
-def _clock(hour: int, minute: int) -> str:
+def _clock(hour: int, minute: int, *, ambiguous: bool = False) -> str:
+    """"07:30"; "7:30~" when nothing says whether it is morning or evening."""
+    if ambiguous and 1 <= hour <= 12:
+        return f"{hour % 12}:{minute:02d}~"
     return f"{hour % 24:02d}:{minute:02d}"
+
+
+def times_agree(first: str, second: str) -> bool:
+    """Two clock times agree when equal, or equal on a twelve-hour dial if either one does not
+    say whether it is morning or evening ("eleven" and "11 pm")."""
+    if first == second:
+        return True
+    if not (first.endswith("~") or second.endswith("~")):
+        return False
+    (hour_a, minute_a), (hour_b, minute_b) = (value.rstrip("~").split(":") for value in (first, second))
+    return int(hour_a) % 12 == int(hour_b) % 12 and minute_a == minute_b
 
 
 class _Extractor:
@@ -109,6 +125,13 @@ def _en_quantity(match: re.Match) -> Value:
     return (f"qty:{unit}", _num(match.group(1)))
 
 
+def _identifier(match: re.Match) -> Value | None:
+    word, after = match.group(1).lower(), (match.group(3) or "").lower()
+    if word in STOPWORDS or word in _NUMBER_WORDS or (after and after not in STOPWORDS):
+        return None  # "is 12", or a quantity with its unit ("takes 10 mg")
+    return ("id", f"{word} {match.group(2)}")
+
+
 def _version(match: re.Match) -> Value | None:
     name = match.group(1)
     if not re.search(r"[A-Z]", name) or name[:3].lower() in _MONTHS:
@@ -125,7 +148,7 @@ def _extract_en(ex: _Extractor) -> None:
     ex.take(r"(\d+(?:\.\d+)?)\s?%", lambda m: ("percent", m.group(1)))
     ex.take(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?", _en_time, re.IGNORECASE)
     ex.take(r"\b(\d{1,2}):(\d{2})\b",
-            lambda m: ("time", _clock(int(m.group(1)), int(m.group(2)))))
+            lambda m: ("time", _clock(int(m.group(1)), int(m.group(2)), ambiguous=True)))
     ex.take(r"\b(noon|midnight)\b",
             lambda m: ("time", "12:00" if m.group(1).lower() == "noon" else "00:00"),
             re.IGNORECASE)
@@ -145,6 +168,8 @@ def _extract_en(ex: _Extractor) -> None:
     ex.take(r"\b([A-Za-z][\w\-]*[A-Za-z])\s+v?(\d+(?:\.\d+)*)\b(?!\s*[:%])", _version)
     ex.take(r"\b(?=[A-Za-z0-9\-./]*\d)(?=[A-Za-z0-9\-./]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9\-./]*[A-Za-z0-9]\b",
             lambda m: ("code", m.group(0).lower()))
+    # "note 3", "topic 21", "room #4": a word, then a number that no unit follows.
+    ex.take(r"\b([A-Za-z]{2,})\s+#?(\d+)\b(?![.:,%]\d)(?:\s+([A-Za-z]+))?", _identifier)
     # The unit stays in the text: "two kids" is also about the kids.
     ex.take(r"\b(\d+(?:\.\d+)?|" + "|".join(_NUMBER_WORDS) + r")(?=\s+([a-z]+)\b)",
             _en_quantity, re.IGNORECASE)
@@ -163,13 +188,17 @@ def _zh_time(match: re.Match) -> Value | None:
     hour = int(hour)
     if part in _ZH_DAYPART_PM and hour < 12:
         hour += 12
-    return ("time", _clock(hour, minute))
+    return ("time", _clock(hour, minute, ambiguous=not part))
 
 
 def _zh_quantity(match: re.Match) -> Value | None:
     if _ZH_ARTICLE.match(match.group(0)):
         return None
     return (f"qty:{match.group(2)}", _num(match.group(1)))
+
+
+def _zh_identifier(match: re.Match) -> Value:
+    return ("id", f"{match.group(2)} {_num(match.group(1))}")
 
 
 def _extract_zh(ex: _Extractor) -> None:
@@ -186,6 +215,8 @@ def _extract_zh(ex: _Extractor) -> None:
             r"\s*[点:：](半|\d{1,2}分?|[零一二三四五六七八九十]{1,3}分)?", _zh_time)
     ex.take(r"凌晨|早上|上午|中午|下午|傍晚|晚上|夜里",
             lambda m: ("daypart", m.group(0)))
+    ex.take(r"第\s*(\d+|[一二三四五六七八九十]+)\s*(条|章|节|届|期|个|次|名)", _zh_identifier)
+    ex.take(r"(\d+|[一二三四五六七八九十]+)\s*(号线|号楼|号门|栋|幢|室|期|届|路公交)", _zh_identifier)
     ex.take(rf"({_ZH_NUM})\s*({'|'.join(_ZH_UNITS)})", _zh_quantity)
     ex.take(r"[“\"「『]([^”\"」』]{1,20})[”\"」』]", lambda m: ("entity", m.group(1)))
     ex.take(r"\b([A-Za-z][\w\-]*[A-Za-z])\s+v?(\d+(?:\.\d+)*)\b", _version)

