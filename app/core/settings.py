@@ -205,6 +205,12 @@ class Settings(BaseSettings):
     read_replica_max_wait_seconds: float = Field(default=0.5, ge=0, le=30)
     # How long the answer to an Idempotency-Key is kept.
     idempotency_keep_seconds: int = Field(default=86_400, ge=60)
+    # A write with candidates to judge asks the judge with the namespace lock released, then
+    # applies the ruling if the candidates did not change meanwhile; after this many attempts
+    # the last one asks under the lock.
+    revision_judge_attempts: int = Field(default=3, ge=1, le=10)
+    # A batch commits what it stored and lets its namespace go at least this often.
+    batch_lock_seconds: float = Field(default=0.5, gt=0, le=60)
 
     @property
     def served_api_url(self) -> str:

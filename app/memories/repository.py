@@ -147,8 +147,13 @@ async def nearest_active(
     )
     distance = in_namespace.c.embedding.cosine_distance(embedding)
     nearest = select(in_namespace.c.id, (1 - distance).label("similarity")).order_by(distance).limit(limit).subquery()
-    statement = select(Memory, nearest.c.similarity).join(nearest, Memory.id == nearest.c.id).order_by(
-        nearest.c.similarity.desc()
+    # Fresh rows even for memories this session loaded before: a write compares their versions
+    # with the ones its judge saw.
+    statement = (
+        select(Memory, nearest.c.similarity)
+        .join(nearest, Memory.id == nearest.c.id)
+        .order_by(nearest.c.similarity.desc())
+        .execution_options(populate_existing=True)
     )
     return [(memory, float(similarity)) for memory, similarity in (await session.execute(statement)).all()]
 

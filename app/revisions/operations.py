@@ -13,7 +13,7 @@ from app.memories import repository as memories
 from app.memories.sensitive import refuse_sensitive
 from app.models import Memory, RevisionLog
 from app.revisions import repository
-from app.revisions.service import Context, apply, judge_and_apply, log_revision, tag, triggered
+from app.revisions.service import Context, apply, log_revision, revise_stored, tag
 
 
 async def _memory(session: AsyncSession, memory_id: UUID | None) -> Memory:
@@ -51,13 +51,13 @@ async def revise(
     if memory is None:
         raise NotFound(f"no memory with id {memory_id}")
     access.check(memory.namespace)
+    embedding = (await context.embedder.embed_passages([content]))[0]  # before the lock: it is slow
     await memories.lock_namespace(session, memory.namespace)
     await session.refresh(memory)
     if memory.version != expected_version:
         raise VersionConflict(f"memory {memory_id} is at version {memory.version}, not {expected_version}")
     if memory.status not in ("active", "uncertain"):
         raise Conflict(f"memory {memory_id} is {memory.status}; only active memories can be revised")
-    embedding = (await context.embedder.embed_passages([content]))[0]
     now = datetime.now(timezone.utc)
     revision = await log_revision(
         session,
@@ -194,19 +194,18 @@ async def rollback(
 async def review(
     session: AsyncSession, *, namespace: str, since: datetime | None, limit: int, context: Context
 ) -> tuple[list[RevisionLog], int]:
-    """Periodic trigger: judge the namespace's recent memories against older ones, in one pass."""
+    """Periodic trigger: judge the namespace's recent memories against older ones, in one pass.
+    What each judgement applies is committed before the next judge is asked: the namespace lock
+    is released while the judge thinks (revise_stored)."""
     await memories.lock_namespace(session, namespace)
     recent = await repository.recent_revisable(session, namespace=namespace, since=since, limit=limit)
     revisions: list[RevisionLog] = []
     for memory in reversed(recent):  # oldest first, as they were written
-        await session.refresh(memory)
-        if memory.status != "active":
-            continue  # superseded earlier in this pass
         embedding = await memories.embedding_of(session, memory.id)
         if embedding is None:
             continue
-        candidates = await triggered(session, memory, embedding=embedding, context=context, exclude=[], periodic=True)
-        revisions += await judge_and_apply(session, memory, candidates, context=context)
+        # Skips what was superseded earlier in this pass.
+        revisions += await revise_stored(session, memory, embedding=embedding, context=context, periodic=True)
     return revisions, len(recent)
 
 

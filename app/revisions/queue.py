@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from app.core.database import libpq_url
 from app.memories import repository as memories
 from app.revisions.operations import review
-from app.revisions.service import Context, revise_new_memory
+from app.revisions.service import Context, revise_stored
 
 logger = logging.getLogger(__name__)
 
@@ -61,16 +61,15 @@ async def connected(database_url: str) -> AsyncIterator[procrastinate.App]:
 async def revise_memory(memory_id: str) -> int:
     """Run the write-time triggers for a stored memory; returns how many judgements it logged."""
     runtime = _runtime[-1]
-    async with runtime.sessionmaker.begin() as session:
+    async with runtime.sessionmaker() as session:
         memory = await memories.get(session, UUID(memory_id))
-        if memory is None:
+        embedding = await memories.embedding_of(session, memory.id) if memory is not None else None
+        if embedding is None:
             return 0
-        await memories.lock_namespace(session, memory.namespace)
-        await session.refresh(memory)
-        embedding = await memories.embedding_of(session, memory.id)
-        if memory.status != "active" or embedding is None:
-            return 0
-        return len(await revise_new_memory(session, memory, embedding=embedding, context=runtime.context))
+        # The judge is asked with the namespace lock released (revise_stored commits meanwhile).
+        revisions = await revise_stored(session, memory, embedding=embedding, context=runtime.context)
+        await session.commit()
+        return len(revisions)
 
 
 @queue.task(name=REVIEW_TASK, queue=QUEUE, retry=_RETRY)
