@@ -31,7 +31,7 @@ from app.memories.schemas import (
 from app.memories.sensitive import refuse_sensitive
 from app.models import Memory, MemoryRelation
 from app.namespaces import tracking
-from app.revisions.service import Context, Triggered, Ruled, find_triggers, revise_new_memory, rule, still_holds
+from app.revisions.service import Context, Ruled, Scan, Triggered, find_triggers, revise_new_memory, rule, still_holds
 
 
 @dataclass(slots=True)
@@ -44,9 +44,7 @@ class WriteOutcome:
         return WriteResponse(memory=MemoryOut.of(self.memory), deduplicated=self.deduplicated, revisions=self.revisions)
 
 
-async def _find_duplicate(
-    session: AsyncSession, *, request: MemoryWrite, embedding: np.ndarray, settings: Settings
-) -> Memory | None:
+async def _find_duplicate(session: AsyncSession, *, request: MemoryWrite, scanned: Scan, settings: Settings) -> Memory | None:
     """The active memory this write repeats: the same normalised text, or near-identical text
     carrying the same numbers. A keyed write only repeats a memory with that key, so its key
     is never lost to a keyless twin."""
@@ -55,8 +53,7 @@ async def _find_duplicate(
     )
     if exact is not None:
         return exact
-    nearest = await repository.nearest_active(session, namespace=request.namespace, embedding=embedding, limit=1)
-    for memory, similarity in nearest:
+    for memory, similarity in scanned.rows[:1]:
         repeats = similarity >= settings.dedup_cosine_threshold and records.same_numbers(memory.content, request.content)
         if repeats and request.key in (None, memory.key):
             return memory
@@ -84,6 +81,9 @@ def _new_memory(request: MemoryWrite, *, embedding: np.ndarray, model: str, sett
     )
     memory.id = uuid.uuid4()  # judged before it is stored
     return memory
+
+
+_SCAN_SPARE = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,15 +115,21 @@ async def _store_locked(
         if new.expires_at is not None:
             new.expires_at += now - new.created_at
         new.created_at = new.updated_at = now
-    duplicate = await _find_duplicate(session, request=request, embedding=embedding, settings=context.settings)
+    # One neighbour scan for deduplication and the triggers, a few rows more than the triggers
+    # need: rows of other types or later times are skipped there.
+    limit = max(context.settings.strong_trigger_candidates, context.settings.weak_trigger_candidates) + _SCAN_SPARE
+    rows = await repository.nearest_active(session, namespace=request.namespace, embedding=embedding, limit=limit)
+    scanned = Scan(rows, complete=len(rows) < limit)
+    duplicate = await _find_duplicate(session, request=request, scanned=scanned, settings=context.settings)
     if duplicate is not None:
         await repository.touch(session, duplicate)
         WRITES.labels(outcome="deduplicated").inc()
         return WriteOutcome(memory=duplicate, deduplicated=True)
     triggers = None
     if context.defer is None:
-        triggers = await find_triggers(session, new, embedding=embedding, context=context)
-        if triggers.candidates and not last and not still_holds(ruled, triggers.candidates):
+        triggers = await find_triggers(session, new, embedding=embedding, context=context, scanned=scanned)
+        slow = context.judge.slow
+        if triggers.candidates and slow and not last and not still_holds(ruled, triggers.candidates):
             return _Unjudged(new, triggers.candidates)
     memory = await repository.insert(session, new)
     await repository.add_version(session, memory, changed_by="api", at=memory.created_at)

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 from uuid import UUID
 
 import numpy as np
+from sqlalchemy import inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
@@ -44,6 +45,15 @@ class Triggered:
     memory: Memory
     similarity: float
     trigger: str  # "strong" | "weak" | "periodic"
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """A write's one neighbour scan (the nearest active memories of the namespace, any type),
+    which deduplication and the triggers share; `complete` if it read every such memory."""
+
+    rows: list[tuple[Memory, float]]
+    complete: bool
 
 
 @dataclass(slots=True)
@@ -193,6 +203,11 @@ async def _apply_duplicate(
         await repository.link(session, source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
 
 
+def _merged_text(judged: str | None, old: Memory, new: Memory, settings: Settings) -> str | None:
+    """What a REFINE stores: the judge's merged text, else the rules' merge, if either is usable."""
+    return _usable_merge(judged, settings) or _usable_merge(merge(old.content, new.content), settings)
+
+
 def _usable_merge(merged: str | None, settings: Settings) -> str | None:
     """A judge's merged text is stored only if a write of it would be accepted."""
     if not merged or not merged.strip() or len(merged) > settings.max_content_chars or find_sensitive(merged):
@@ -212,8 +227,7 @@ async def _apply_refine(
 ) -> None:
     """One merged memory replaces both; when no merged text could be stored (too long, or holding
     sensitive data), both stay, linked as coexisting."""
-    settings = context.settings
-    content = _usable_merge(revision.merged_content, settings) or _usable_merge(merge(old.content, new.content), settings)
+    content = _merged_text(revision.merged_content, old, new, context.settings)
     if content is None:
         await repository.link(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
         revision.decision = "COEXIST"
@@ -314,24 +328,38 @@ async def triggered(
     context: Context,
     exclude: list[UUID],
     periodic: bool = False,
+    scanned: Scan | None = None,
 ) -> list[Triggered]:
     """The nearest active semantic/working memories of the namespace worth judging: above the
     strong threshold, or, when the new text carries a correction cue, the nearest few. Only
     memories no newer than this one: a memory never revises what was written after it (an
-    import of an old fact, a deferred job that runs late)."""
+    import of an old fact, a deferred job that runs late). Read from `scanned` (the write's
+    own neighbour scan) when it holds them all, else scanned here."""
     settings = context.settings
     wanted = max(settings.strong_trigger_candidates, settings.weak_trigger_candidates)
-    nearest = await memories.nearest_active(
-        session,
-        namespace=new.namespace,
-        embedding=embedding,
-        limit=wanted,
-        exclude=[new.id, *exclude],
-        memory_types=repository.REVISABLE_TYPES,
-        not_after=new.created_at,
-    )
+    excluded = {new.id, *exclude}
+    nearest = None
+    if scanned is not None:
+        nearest = [
+            (memory, similarity)
+            for memory, similarity in scanned.rows
+            if memory.id not in excluded and memory.memory_type in repository.REVISABLE_TYPES and memory.created_at <= new.created_at
+        ][:wanted]
+        if len(nearest) < wanted and not scanned.complete:
+            nearest = None  # others may rank beyond what the scan read
+    if nearest is None:
+        nearest = await memories.nearest_active(
+            session,
+            namespace=new.namespace,
+            embedding=embedding,
+            limit=wanted,
+            exclude=list(excluded),
+            memory_types=repository.REVISABLE_TYPES,
+            not_after=new.created_at,
+        )
     cue = change_cue(new.content)
-    judged_before = await repository.judged_against(session, new.id)
+    # A memory not stored yet was judged against nothing.
+    judged_before = await repository.judged_against(session, new.id) if inspect(new).persistent else set()
     best = nearest[0][1] if nearest else 0.0
     chosen: list[Triggered] = []
     for rank, (memory, similarity) in enumerate(nearest):
@@ -387,9 +415,8 @@ async def rule(new: Memory, triggered: list[Triggered], *, context: Context) -> 
     )
     texts = []
     for item, judgement in zip(triggered, ruling.items, strict=True):
-        if judgement.decision == "REFINE":
-            merged = (judgement.merged_content, merge(item.memory.content, new.content))
-            texts += [text for text in (_usable_merge(each, context.settings) for each in merged) if text]
+        if judgement.decision == "REFINE" and (content := _merged_text(judgement.merged_content, item.memory, new, context.settings)):
+            texts.append(content)
     texts = list(dict.fromkeys(texts))
     vectors = list(await context.embedder.embed_passages(texts)) if texts else []
     return Ruled(_seen(triggered), ruling, dict(zip(texts, vectors, strict=True)))
@@ -461,7 +488,9 @@ class Triggers:
     candidates: list[Triggered]
 
 
-async def find_triggers(session: AsyncSession, new: Memory, *, embedding: np.ndarray, context: Context) -> Triggers:
+async def find_triggers(
+    session: AsyncSession, new: Memory, *, embedding: np.ndarray, context: Context, scanned: Scan | None = None
+) -> Triggers:
     """The write-time triggers of a memory, stored or about to be (the namespace lock is held)."""
     if new.source.get("revision_id"):
         return Triggers([], [])  # a revision's own output never re-triggers revision
@@ -470,7 +499,9 @@ async def find_triggers(session: AsyncSession, new: Memory, *, embedding: np.nda
         olds = await repository.active_with_key(
             session, namespace=new.namespace, key=new.key, exclude=new.id, not_after=new.created_at
         )
-    candidates = await triggered(session, new, embedding=embedding, context=context, exclude=[old.id for old in olds])
+    candidates = await triggered(
+        session, new, embedding=embedding, context=context, exclude=[old.id for old in olds], scanned=scanned
+    )
     return Triggers(olds, candidates)
 
 
@@ -510,7 +541,7 @@ async def revise_stored(
             found = Triggers([], candidates)
         else:
             found = await find_triggers(session, memory, embedding=embedding, context=context)
-        if not found.candidates or still_holds(ruled, found.candidates) or attempt == attempts - 1:
+        if not found.candidates or not context.judge.slow or still_holds(ruled, found.candidates) or attempt == attempts - 1:
             return await revise_new_memory(session, memory, embedding=embedding, context=context, triggers=found, ruled=ruled)
         await session.commit()  # releases the lock while the judge thinks
         ruled = await rule(memory, found.candidates, context=context)

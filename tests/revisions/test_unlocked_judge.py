@@ -16,6 +16,8 @@ JUDGE_SECONDS = 3.0
 class SlowJudge:
     """The rule judge, after thinking for a while (an LLM's latency)."""
 
+    slow = True
+
     def __init__(self, seconds: float) -> None:
         self._rules = RulesJudge()
         self.seconds = seconds
