@@ -1,13 +1,15 @@
 """Command line: `python -m app serve` (what `make run` and the container start), `migrate` (run
-once before serving several processes; `serve` also migrates unless told it was done), `worker`,
-`checkup`, `reembed`."""
+once before serving several processes; `serve` also migrates unless told it was done), and the
+maintenance and import commands (`--help` lists them)."""
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import signal
 import sys
+from pathlib import Path
 
 from app.core.database import DatabaseUnreachable, probe, resolve_database_url
 from app.core.logging import configure_logging
@@ -114,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     checkup.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
     reembed = commands.add_parser("reembed", help="re-embed memories of another model with the configured one")
     reembed.add_argument("--batch", type=int, default=settings.reembed_batch, help="memories per transaction")
+    conversations = commands.add_parser("import-conversations", help="remember conversations from a JSON Lines file")
+    conversations.add_argument("file", type=Path, help="one POST /v1/conversations body per line")
+    conversations.add_argument("--extract", choices=["auto", "llm", "rules", "none"], help="override each line's `extract`")
     args = parser.parse_args(argv)
     if args.command == "api-url":
         print(settings.served_api_url)
@@ -146,6 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         print(asyncio.run(_checkup(dry_run=args.dry_run)).model_dump_json(indent=2))
     if args.command == "reembed":
         print(asyncio.run(_reembed(batch=args.batch)).model_dump_json(indent=2))
+    if args.command == "import-conversations":
+        from app.conversations import importer
+
+        report = asyncio.run(importer.run(args.file, extract=args.extract, settings=settings))
+        print(json.dumps(report, indent=2))
+        return 1 if report["refused_lines"] else 0
     if args.command == "serve":
         from app.core import server
 

@@ -11,6 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import __version__
 from app.core.admission import Admission, AdmissionMiddleware
+from app.context.router import router as context_router
+from app.conversations.router import router as conversations_router
 from app.core.auth import AUTHENTICATED_PROBLEMS, get_access, warn_if_open
 from app.core.background import Background
 from app.core.body_limit import BodyLimitMiddleware
@@ -33,6 +35,8 @@ from app.core.unread_input import refuse_unread_input
 from app.embeddings.provider import EmbeddingProvider, build_provider
 from app.idempotency.middleware import IdempotencyMiddleware
 from app.maintenance import dimension
+from app.jobs.router import router as jobs_router
+from app.jobs.runner import JobRunner
 from app.maintenance.router import router as maintenance_router
 from app.memories.router import router as memories_router
 from app.memories.write_rate import WriteRate
@@ -44,6 +48,7 @@ from app.reflections.schema_check import SchemaChecker
 from app.reflections.router import router as reflections_router
 from app.revisions.judges import build_judge
 from app.revisions.router import router as revisions_router
+from app.working.router import router as working_router
 
 logger = logging.getLogger("hindsight")
 # At shutdown, background work (a periodic review) gets this long to finish.
@@ -81,6 +86,7 @@ def attach_runtime(
     app.state.embedder = embedder
     app.state.judge = build_judge(settings)
     app.state.schema_checker = schema_checker or build_schema_checker(settings)
+    app.state.jobs = JobRunner(sessions=app.state.sessionmaker, state=app.state, settings=settings)
 
 
 def create_app(settings: Settings = default_settings) -> FastAPI:
@@ -107,6 +113,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
                     )
                 )
                 stack.callback(tidying.cancel)
+                await stack.enter_async_context(app.state.jobs.running())
                 yield
         finally:
             await engine.dispose()
@@ -153,6 +160,8 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     app.include_router(reflections_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(revisions_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(maintenance_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
+    for router in (conversations_router, working_router, context_router, jobs_router):
+        app.include_router(router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(ops_router)
     return app
 

@@ -304,6 +304,100 @@ class TaskReview(Base):
     created_at: Mapped[datetime] = _created_at()
 
 
+JOB_STATUSES = ("queued", "running", "succeeded", "failed")
+
+
+class Job(Base):
+    """Long-running work (a conversation import, ...): its state and progress live here, so
+    any API process can report on it and take it over when its runner's heartbeat stops."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(one_of("status", JOB_STATUSES), name="status"),
+        # The sweep's look for jobs to take over.
+        Index("ix_jobs_unfinished", "status", "heartbeat_at", postgresql_where=text("status IN ('queued', 'running')")),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()"))
+    kind: Mapped[str] = mapped_column(Text, nullable=False)
+    namespace: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(Text, nullable=False, server_default="queued")
+    params: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    progress_done: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    progress_total: Mapped[int | None] = mapped_column(Integer)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    owner: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ConversationMessage(Base):
+    """One message of a conversation, by its id within the session: what makes re-sending the
+    same messages store nothing new, and which messages still await extraction."""
+
+    __tablename__ = "conversation_messages"
+    __table_args__ = (UniqueConstraint("namespace", "session_id", "message_id", name="uq_conversation_messages_message"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text, nullable=False)
+    session_id: Mapped[str] = mapped_column(Text, nullable=False)
+    message_id: Mapped[str] = mapped_column(Text, nullable=False)
+    content_hash: Mapped[str] = mapped_column(Text, nullable=False)
+    role: Mapped[str] = mapped_column(Text, nullable=False)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    # The episodic memories holding the message (several when a long one is stored in parts).
+    memory_ids: Mapped[list[str]] = mapped_column(JSONB, nullable=False, server_default=text("'[]'::jsonb"))
+    extracted_by: Mapped[str | None] = mapped_column(Text)
+    extracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created_at()
+
+
+WORKING_KINDS = ("user", "agent", "tool")
+
+
+class WorkingSession(Base):
+    """A session's turn counter: working items decay per turn."""
+
+    __tablename__ = "working_sessions"
+
+    namespace: Mapped[str] = mapped_column(Text, primary_key=True)
+    session_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    turn: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    updated_at: Mapped[datetime] = _created_at()
+
+
+class WorkingItem(Base):
+    """One item of a session's working memory (seed 001 3.1), with its decaying score."""
+
+    __tablename__ = "working_items"
+    __table_args__ = (
+        CheckConstraint(one_of("kind", WORKING_KINDS), name="kind"),
+        Index("ix_working_items_session", "namespace", "session_id"),
+        Index("ix_working_items_memory_id", "memory_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text, nullable=False)
+    session_id: Mapped[str] = mapped_column(Text, nullable=False)
+    memory_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"))
+    message_id: Mapped[str | None] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(Text, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    importance: Mapped[float] = mapped_column(Float, nullable=False)
+    score: Mapped[float] = mapped_column(Float, nullable=False)
+    turn: Mapped[int] = mapped_column(Integer, nullable=False)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    access_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    # Set when evicted; the row goes once its summary is stored (a crash in between resumes).
+    evicted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created_at()
+
+
 class NamespaceState(Base):
     """What every API process must agree on about a namespace (migration 14a says why each)."""
 

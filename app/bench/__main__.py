@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from app.bench import harness, ingest, latency, locomo, retrieval, updates
+from app.bench import conversations as conversation_suite
+from app.bench import harness, ingest, latency, locomo, longmemeval, retrieval, updates
 from app.core.migrations import scratch_database
 from app.core.settings import settings
 from app.revisions.judges import build_judge
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NEEDS = {
     "locomo": [Path("locomo") / "locomo10.json"],
     "updates": [Path("updates") / "updates_dev.jsonl", Path("updates") / "updates_dev2.jsonl"],
+    "longmemeval": [Path("longmemeval") / "longmemeval_s_dev.json.zst"],
 }
 
 
@@ -38,13 +40,15 @@ def data_candidates() -> list[Path]:
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__)
     parser.add_argument(
-        "--suites", default="locomo,updates,latency,ingest", help="comma list of: locomo, updates, latency, ingest"
+        "--suites",
+        default="locomo,updates,latency,conversations,ingest",
+        help="comma list of: locomo, updates, latency, conversations, ingest",
     )
     parser.add_argument(
         "--data",
         type=Path,
         default=None,
-        help=f"the evaluation data folder, holding {_listed(NEEDS['locomo'] + NEEDS['updates'])} "
+        help=f"the evaluation data folder, holding {_listed(NEEDS['locomo'] + NEEDS['updates'] + NEEDS['longmemeval'])} "
         "(default: ../shared/bench from the repository root)",
     )
     parser.add_argument(
@@ -65,6 +69,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ingest-sizes", default="1000,10000", help="memories already in the namespace per ingest run")
     parser.add_argument("--ingest-items", type=int, default=300, help="memories written per ingest run")
     parser.add_argument("--import-items", type=int, default=500, help="memories in the bulk import searches run beside")
+    parser.add_argument("--longmemeval", type=Path, default=None, help=f"default: <data>/{NEEDS['longmemeval'][0]}")
+    parser.add_argument(
+        "--lme-per-type", type=int, default=4, help="LongMemEval questions per question type (half tuning, half report)"
+    )
+    parser.add_argument("--budgets", default="1000,2000", help="context budgets in tokens")
+    parser.add_argument(
+        "--embedding-cache",
+        type=Path,
+        default=Path("bench-results") / "longmemeval-embeddings.npz",
+        help="LongMemEval passage vectors kept between runs (embedding ~490 turns a question dominates the suite)",
+    )
     parser.add_argument("--database-url", default=None, help="default: a fresh embedded PostgreSQL, deleted afterwards")
     parser.add_argument("--out", type=Path, default=Path("bench-results") / "latest.json")
     args = parser.parse_args(argv)
@@ -72,14 +87,16 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     data = args.data or next((path for path in candidates if path.is_dir()), candidates[0])
     args.locomo = args.locomo or data / NEEDS["locomo"][0]
     args.updates = args.updates or [data / path for path in NEEDS["updates"]]
+    args.longmemeval = args.longmemeval or data / NEEDS["longmemeval"][0]
     suites = {suite.strip() for suite in args.suites.split(",")}
-    wanted = {"locomo": [args.locomo], "updates": args.updates}
+    # The conversations suite also replays the update cases as conversations.
+    wanted = {"locomo": [args.locomo], "updates": args.updates, "conversations": [args.longmemeval, *args.updates]}
     missing = [str(path) for suite, paths in wanted.items() if suite in suites for path in paths if not path.is_file()]
     if missing:
         looked = "" if args.data else f" (looked in {', '.join(str(path) for path in candidates)})"
         parser.error(
             f"bench data not found: {', '.join(missing)}{looked}. Pass --data DIR (make bench DATA=DIR) with "
-            f"{_listed(NEEDS['locomo'] + NEEDS['updates'])}, or run --suites latency,ingest, which need none."
+            f"{_listed(NEEDS['locomo'] + NEEDS['updates'] + NEEDS['longmemeval'])}, or run --suites latency,ingest, which need none."
         )
     return args
 
@@ -213,6 +230,39 @@ async def _run_updates(app, client, args: argparse.Namespace) -> tuple[dict[str,
     return results, tables
 
 
+def _conversations_tables(lme: dict[str, Any], budgets: list[int], replay: dict[str, Any]) -> str:
+    context = " | ".join(f"context@{b} | top-k cut@{b}" for b in budgets)
+    lines = [
+        "LongMemEval dev, conversations vs per-message writes (turn recall_any@5; context recall = an evidence turn inside the context)",
+        f"| split | questions | turns | per-message R@5 | conversation R@5 (strict) | keyed memories | {context} |",
+        "|---|---|---|---|---|---|" + "---|---|" * len(budgets),
+    ]
+    for name in ("tuning", "report", "all"):
+        row = lme.get(name)
+        if row is None:
+            continue
+        figures = " | ".join(f"{row[f'context_recall@{b}']:.3f} | {row[f'topk_cut_recall@{b}']:.3f}" for b in budgets)
+        lines.append(
+            f"| {name} | {row['questions']} | {row['turns']:,} | {row['per_message_recall_at5']:.3f} "
+            f"| {row['conversation_recall_at5']:.3f} ({row['conversation_recall_at5_strict']:.3f}) | {row['keyed_memories']} | {figures} |"
+        )
+    lines += [
+        "",
+        "Knowledge updates replayed as conversations (rule extraction; facts = semantic memories) beside direct writes (rule judge)",
+        "| split | cases | direct pass | conversation pass | cases with facts | conversation wrong supersedes "
+        "| top-1 holds: direct / conversation (messages included) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for split, row in replay.items():
+        direct, replayed = row["direct"], row["conversation"]
+        lines.append(
+            f"| {split} | {row['cases']} | {direct['pass_rate']['all']:.2f} | {replayed['pass_rate']['all']:.2f} "
+            f"| {replayed['cases_with_facts']} | {replayed['wrong_supersede_rate']:.3f} "
+            f"| {direct['top1_holds']} / {replayed['top1_holds_over_everything']} |"
+        )
+    return "\n".join(lines)
+
+
 async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, Any], list[str]]:
     suites = {suite.strip() for suite in args.suites.split(",") if suite.strip()}
     results: dict[str, Any] = {}
@@ -238,6 +288,26 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
             writes = await latency.write_throughput(client, count=args.writes) if args.writes else None
             results["latency"] = {"runs": reports, "write_memories_per_second": writes}
             tables.append(_latency_table(reports, writes))
+        if "conversations" in suites:
+            budgets = [int(budget) for budget in args.budgets.split(",")]
+            questions = longmemeval.sample(longmemeval.load(args.longmemeval), per_type=args.lme_per_type)
+            summary, outcomes, seconds = await conversation_suite.run_longmemeval(
+                app,
+                client,
+                questions,
+                budgets=budgets,
+                tokenizer=settings.context_tokenizer,
+                embedding_cache=args.embedding_cache,
+            )
+            cases = updates.load(*args.updates)
+            replay = await conversation_suite.compare_updates(client, cases)
+            results["conversations"] = {
+                "seconds": round(seconds, 1),
+                "longmemeval": summary,
+                "questions": [outcome.__dict__ for outcome in outcomes],
+                "updates_replay": replay,
+            }
+            tables.append(_conversations_tables(summary, budgets, replay))
         if "ingest" in suites:
             runs = [
                 await ingest.ingest(app, client, prefilled=int(size), items=args.ingest_items, batch=100, seed=21)

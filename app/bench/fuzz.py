@@ -76,10 +76,11 @@ PASSES = (
         ),
     ),
     # Valid input is refused (422) where the schema cannot say why, so those cases are not held
-    # to acceptance: NUL, which JSON Schema strings allow and PostgreSQL cannot store, the two
+    # to acceptance: NUL, which JSON Schema strings allow and PostgreSQL cannot store, the
     # operations with cross-field rules, a key inside the memory's own namespace (POST
-    # /v1/memories) and created_after not later than created_before (search), and the two with
-    # times that may not lie in the future (an event's `at`, a lesson's `occurred_at`; JSON
+    # /v1/memories), created_after not later than created_before (search), a conversation's
+    # unique message ids and `extract: llm` only with an LLM configured, and those with times that
+    # may not lie in the future (an event's `at`, a lesson's `occurred_at`, a message's `at`; JSON
     # Schema has no "now"). The first pass checks them all; here the operations still run, and
     # the memories they write give the operations addressed by a memory's id something to find.
     Pass(
@@ -95,6 +96,7 @@ PASSES = (
             "POST /v1/memories/search": ("positive_data_acceptance",),
             "POST /v1/events": ("positive_data_acceptance",),
             "POST /v1/reflections": ("positive_data_acceptance",),
+            "POST /v1/conversations": ("positive_data_acceptance",),
         },
     ),
 )  # fmt: skip

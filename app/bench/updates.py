@@ -65,19 +65,21 @@ def _contains(text: str, phrase: str) -> bool:
     return phrase.casefold() in text.casefold()
 
 
-def must_stay_active(case: dict[str, Any]) -> list[bool]:
-    """For each memory of a case, whether it must end active. Every memory of a case whose
-    expected active count is all of them; in a CONFLICT case, the memories that hold none of
-    the stale phrases; in a REFINE or DUPLICATE case, the bystanders, which hold none of the
-    phrases the merged or kept memory must show. (The data set agrees: these counts add up to
-    `expect_active_count` in every case, the merged memory counted once.)"""
-    memories = case["memories"]
-    if case["expect_active_count"] == len(memories):
-        return [True] * len(memories)
+def must_stay_active(case: dict[str, Any], contents: list[str] | None = None) -> list[bool]:
+    """For each memory of a case (or each of `contents`, memories derived from the case),
+    whether it must end active. Every memory of a case whose expected active count is all of
+    them; in a CONFLICT case, the memories that hold none of the stale phrases; in a REFINE or
+    DUPLICATE case, the bystanders, which hold none of the phrases the merged or kept memory
+    must show. (The data set agrees: these counts add up to `expect_active_count` in every
+    case, the merged memory counted once.)"""
+    if contents is None:
+        contents = [memory["content"] for memory in case["memories"]]
+    if case["expect_active_count"] == len(case["memories"]):
+        return [True] * len(contents)
     phrases = case["expect_not_active_contains"]
     if case["relation"] != "CONFLICT":
         phrases = phrases + case["expect_top1_contains"]
-    return [not any(_contains(memory["content"], phrase) for phrase in phrases) for memory in memories]
+    return [not any(_contains(content, phrase) for phrase in phrases) for content in contents]
 
 
 async def run_case(client: AsyncClient, case: dict[str, Any]) -> CaseResult:
@@ -100,9 +102,19 @@ async def run_case(client: AsyncClient, case: dict[str, Any]) -> CaseResult:
     )
     search.raise_for_status()
     hits = [hit["memory"]["content"] for hit in search.json()["hits"]]
-    recent = (await client.get("/debug/recent", params={"namespace": namespace, "n": 500})).json()["memories"]
-    active = [memory for memory in recent if memory["status"] == "active"]
+    recent = (await client.get("/debug/recent", params={"namespace": namespace, "limit": 500})).json()["memories"]
+    by_id = {memory["id"]: memory for memory in recent}
+    return judge_case(
+        case,
+        hits=hits,
+        active=sum(memory["status"] == "active" for memory in recent),
+        written=[(memory["content"], by_id[memory_id]["status"]) for memory, memory_id in zip(case["memories"], written)],
+    )
 
+
+def judge_case(case: dict[str, Any], *, hits: list[str], active: int, written: list[tuple[str, str]]) -> CaseResult:
+    """Score a case on what search answered, how many memories stayed active, and which of the
+    `written` memories (content, status now) that must stay active were superseded."""
     failures = []
     top1 = hits[0] if hits else ""
     missing = [phrase for phrase in case["expect_top1_contains"] if not _contains(top1, phrase)]
@@ -111,15 +123,10 @@ async def run_case(client: AsyncClient, case: dict[str, Any]) -> CaseResult:
     stale = [phrase for phrase in case["expect_not_active_contains"] if any(_contains(hit, phrase) for hit in hits)]
     if stale:
         failures.append(f"active hits still say {stale}")
-    if len(active) != case["expect_active_count"]:
-        failures.append(f"{len(active)} active, expected {case['expect_active_count']}")
-    by_id = {memory["id"]: memory for memory in recent}
-    keep = must_stay_active(case)
-    lost = [
-        case["memories"][index]["content"]
-        for index, memory_id in enumerate(written)
-        if keep[index] and by_id[memory_id]["status"] == "superseded"
-    ]
+    if active != case["expect_active_count"]:
+        failures.append(f"{active} active, expected {case['expect_active_count']}")
+    keep = must_stay_active(case, [content for content, _ in written])
+    lost = [content for (content, status), must in zip(written, keep) if must and status == "superseded"]
     failures += [f"wrongly superseded: {content!r}" for content in lost]
     return CaseResult(
         case_id=case["id"],
@@ -159,7 +166,7 @@ def summarise(results: list[CaseResult], *, with_failures: bool) -> dict[str, An
 async def run(client: AsyncClient, cases: list[dict[str, Any]], *, label: str, with_failures: bool) -> dict[str, Any]:
     results = []
     for case in tqdm(cases, desc=f"updates ({label})", unit="case", leave=False):
-        with _current(case):
+        with current_case(case):
             results.append(await run_case(client, case))
     return summarise(results, with_failures=with_failures)
 
@@ -170,7 +177,7 @@ _cases: list[dict[str, Any]] = []
 
 
 @contextmanager
-def _current(case: dict[str, Any]) -> Iterator[None]:
+def current_case(case: dict[str, Any]) -> Iterator[None]:
     _cases.append(case)
     try:
         yield

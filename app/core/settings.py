@@ -217,6 +217,51 @@ class Settings(BaseSettings):
         """Where a client on this machine reaches the API these settings serve."""
         host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
         return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+    # Conversations, working memory, context and jobs (issue 16). A conversation of more than
+    # `conversation_inline_max_messages` messages runs as a job; its messages are stored and
+    # extracted `conversation_chunk_messages` at a time, each chunk its own short transaction.
+    conversation_inline_max_messages: int = Field(default=50, ge=1)
+    conversation_max_messages: int = Field(default=2_000, ge=1, le=100_000)
+    # A message longer than max_content_chars is stored as consecutive parts (all of it kept).
+    conversation_max_message_chars: int = Field(default=32_000, ge=1)
+    conversation_max_total_chars: int = Field(default=2_000_000, ge=1)
+    conversation_chunk_messages: int = Field(default=64, ge=1, le=1_000)
+    # Rule extraction writes at this confidence: the patterns are precise but know no context.
+    extraction_rule_confidence: float = Field(default=0.9, ge=0, le=1)
+    # Longer messages are mostly pasted material (documents, code), where "I" is not the user.
+    extraction_rule_max_chars: int = Field(default=2_000, ge=1)
+    extraction_llm_window_messages: int = Field(default=20, ge=1, le=200)
+    extraction_llm_known_keys: int = Field(default=100, ge=0, le=1_000)
+    extraction_llm_nearest_memories: int = Field(default=20, ge=0, le=200)
+    # Working memory (seed 001 3.1): base importance by who said it, decay per turn, boost per
+    # access; past the budget the lowest scores are evicted until under evict_to of it.
+    working_budget_tokens: int = Field(default=2_000, ge=50, le=1_000_000)
+    working_evict_to: float = Field(default=0.8, gt=0, lt=1)
+    working_importance_user: float = Field(default=1.0, ge=0, le=1)
+    working_importance_agent: float = Field(default=0.6, ge=0, le=1)
+    working_importance_tool: float = Field(default=0.4, ge=0, le=1)
+    working_decay_per_turn: float = Field(default=0.95, gt=0, le=1)
+    working_access_boost: float = Field(default=0.1, ge=0, le=1)
+    # Compression (seed 001 3.2): evicted text shrinks by at least min_ratio, at most max_ratio.
+    compression_min_ratio: float = Field(default=5.0, ge=1)
+    compression_max_ratio: float = Field(default=10.0, ge=1)
+    # Context: the tokenizer that counts (bundled, offline), the largest budget a request may
+    # ask for, how many recalled memories and lessons compete, and the shares working memory
+    # and lessons may take before memories (unused shares go to whatever else fits).
+    context_tokenizer: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
+    context_max_budget_tokens: int = Field(default=32_000, ge=1)
+    context_memory_candidates: int = Field(default=30, ge=1, le=100)
+    context_lesson_candidates: int = Field(default=5, ge=0, le=50)
+    context_share_working: float = Field(default=0.3, ge=0, le=1)
+    context_share_lessons: float = Field(default=0.15, ge=0, le=1)
+    # Jobs: state in PostgreSQL; a running job's process writes a heartbeat, and a job whose
+    # heartbeat is older than jobs_stale_seconds is taken over by the sweep of any API process.
+    jobs_heartbeat_seconds: float = Field(default=10, gt=0)
+    jobs_stale_seconds: float = Field(default=60, gt=0)
+    jobs_sweep_seconds: float = Field(default=30, gt=0)
+    jobs_max_attempts: int = Field(default=3, ge=1, le=20)
+    # Jobs one process runs at once; the others wait queued (embedding has one thread anyway).
+    jobs_concurrency: int = Field(default=2, ge=1, le=64)
 
     def default_ttl(self, memory_type: str) -> int | None:
         return getattr(self, f"default_ttl_{memory_type}_seconds")

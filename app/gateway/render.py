@@ -112,3 +112,21 @@ def problem(problem: dict[str, Any]) -> str:
     if problem.get("errors"):
         return field_errors(problem["errors"])
     return f"{problem.get('title', 'Error')}: {problem.get('detail', '')}"
+
+
+def conversation(answer: dict[str, Any]) -> str:
+    if "job" in answer:  # a long conversation continues as a job
+        job = answer["job"]
+        return f"Remembering {job['progress']['total']} messages in the background (job {job['id']}, {job['status']})."
+    lines = [
+        f"Remembered {_count(answer['stored'], 'new message', 'new messages')} "
+        f"({answer['already_stored']} already known, {answer['rejected']} refused)."
+    ]
+    lines += [f"- {memory['content']} (key={memory['key']})" for memory in answer["extraction"]["memories"] if memory["status"] < 400]
+    lines += [f"- message {m['index']} refused: {m['problem']['detail']}" for m in answer["messages"] if m["status"] == "rejected"]
+    return "\n".join(lines)
+
+
+def context(answer: dict[str, Any]) -> str:
+    return answer["context"] or "Nothing relevant is known yet."
+

@@ -5,6 +5,7 @@ REST response model's)."""
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import UnionType
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -15,11 +16,14 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, SecretStr, TypeAdapter, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
+from app.context.schemas import ContextRequest, ContextResponse
+from app.conversations.schemas import ConversationResult, ConversationWrite
 from app.core.errors import Unprocessable, problem_of, validation_errors
 from app.core.metrics import GATEWAY_DEGRADED
 from app.gateway import render
 from app.gateway.api import Api, ApiProblem, ApiUnavailable, Call
 from app.gateway.arguments import ToolArguments, published_schema
+from app.jobs.schemas import JobAccepted
 from app.memories.schemas import MemoryDetail, MemoryWrite, WriteResponse
 from app.recall.schemas import SearchRequest, SearchResponse
 from app.reflections.schemas import (
@@ -69,7 +73,8 @@ class Spec:
     method: str
     path: str
     body: type[BaseModel] | None
-    response: type[BaseModel]
+    # A model, or a union of models for an operation answering in more than one shape.
+    response: type[BaseModel] | UnionType
     render: Callable[[dict[str, Any]], str]
     # Tools addressing one memory or lesson take its id (a key of ADDRESSED), which goes into the path.
     addressed_by: str | None = None
@@ -137,6 +142,19 @@ SPECS = (
         "Before a tool call or task, ask what past tasks taught: recommendations to follow and warnings "
         "about what failed before.",
         "POST", "/v1/reflections/search", LessonSearch, LessonSearchResponse, render.lessons, annotations=READ_ONLY,
+    ),
+    Spec(
+        "hindsight_remember_conversation",
+        "Remember the latest messages of the conversation (yours and the user's, with their ids): each is kept "
+        "as it was said, facts about the user are extracted and kept current, and the session's working memory "
+        "is updated. Send each turn's new messages; sending a message again stores nothing new.",
+        "POST", "/v1/conversations", ConversationWrite, ConversationResult | JobAccepted, render.conversation,
+    ),
+    Spec(
+        "hindsight_context",
+        "Before answering, get what you should know for this turn within a token budget: this session's working "
+        "memory, relevant long-term memories (dated, with what they replaced) and lessons, as Markdown to read.",
+        "POST", "/v1/context", ContextRequest, ContextResponse, render.context, annotations=READ_ONLY,
     ),
     Spec(
         "hindsight_lesson_feedback",

@@ -21,8 +21,8 @@ class Weights(BaseModel):
     access: Number | None = Field(default=None, ge=0, le=1)
 
 
-class SearchRequest(RequestBody):
-    """Memories relevant to `query`. Give exactly one of `namespace` or `namespaces`."""
+class QueryScope(RequestBody):
+    """A query over exactly one of `namespace` or `namespaces`: what search and context share."""
 
     # The one-of rule lives in the description and the validator, not in a `oneOf` of partial
     # schemas: client generators (openapi-python-client) drop an operation whose body is one.
@@ -34,6 +34,28 @@ class SearchRequest(RequestBody):
     namespaces: list[Namespace] | None = Field(
         default=None, min_length=1, max_length=20, description="Several namespaces at once; or give `namespace`."
     )
+
+    @field_validator("query")
+    @classmethod
+    def _query_present(cls, query: str) -> str:
+        if not query.strip():
+            raise ValueError("query must not be empty")
+        return query
+
+    @model_validator(mode="after")
+    def _one_namespace_field(self) -> Self:
+        if (self.namespace is None) == (self.namespaces is None):
+            raise ValueError("give exactly one of namespace or namespaces")
+        return self
+
+    @property
+    def all_namespaces(self) -> list[str]:
+        return [self.namespace] if self.namespace is not None else list(dict.fromkeys(self.namespaces or []))
+
+
+class SearchRequest(QueryScope):
+    """Memories relevant to `query`. Give exactly one of `namespace` or `namespaces`."""
+
     key_prefix: str | None = Field(default=None, min_length=1, max_length=400)
     memory_types: list[MemoryType] | None = Field(default=None, min_length=1)
     statuses: list[MemoryStatus] = Field(default=["active"], min_length=1)
@@ -49,24 +71,11 @@ class SearchRequest(RequestBody):
         "false for read-only looks such as evaluations.",
     )
 
-    @field_validator("query")
-    @classmethod
-    def _query_present(cls, query: str) -> str:
-        if not query.strip():
-            raise ValueError("query must not be empty")
-        return query
-
     @model_validator(mode="after")
-    def _one_namespace_field(self) -> Self:
-        if (self.namespace is None) == (self.namespaces is None):
-            raise ValueError("give exactly one of namespace or namespaces")
+    def _time_range(self) -> Self:
         if self.created_after and self.created_before and self.created_after > self.created_before:
             raise ValueError("created_after is later than created_before")
         return self
-
-    @property
-    def all_namespaces(self) -> list[str]:
-        return [self.namespace] if self.namespace is not None else list(dict.fromkeys(self.namespaces or []))
 
 
 class ScoreParts(BaseModel):

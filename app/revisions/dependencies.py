@@ -1,5 +1,5 @@
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
@@ -22,14 +22,18 @@ def _review_after_commit(background: Background, sessions: Sessions, context: Co
     after_commit(session, start)
 
 
-def get_revision_context(request: Request) -> Context:
-    state = request.app.state
+def context_of(state: Any) -> Context:
+    """The revision context of an app's state (requests, and jobs running beside them)."""
     context = Context(judge=state.judge, embedder=state.embedder, settings=state.settings)
     if state.settings.revision_mode == "async":
         context.defer, context.review_later = queue.defer, queue.defer_review
     else:
         context.review_later = partial(_review_after_commit, state.background, state.sessions, context)
     return context
+
+
+def get_revision_context(request: Request) -> Context:
+    return context_of(request.app.state)
 
 
 RevisionContextDep = Annotated[Context, Depends(get_revision_context)]

@@ -10,7 +10,7 @@
 - `idempotency_keys`: the first answer to each `Idempotency-Key` a caller sent, kept a day.
 
 Revision ID: 14a
-Revises: 12a
+Revises: 16b
 Create Date: 2026-12-02
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "14a"
-down_revision: str | None = "12a"
+down_revision: str | None = "16b"
 branch_labels: Sequence[str] | None = None
 depends_on: Sequence[str] | None = None
 
