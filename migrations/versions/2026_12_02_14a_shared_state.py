@@ -3,8 +3,8 @@
 - `namespace_state`: per namespace, a generation every committed write bumps (the search
   cache keys on it, so a write through one process invalidates every process's cache at once,
   and a read replica shows it has a write once it holds that generation), the writes since the
-  last periodic review, and how many memories were ever written there (the size the
-  neighbour scan reads to choose an exact scan or the ANN index).
+  last periodic review, and how many memories were ever written there (a namespace's size
+  without counting its rows).
 - `write_rate_counts`: the one-minute write window per writer, one row per second it wrote in;
   `write_rate_flags`: the bursts flagged, the open one per writer marked.
 - `idempotency_keys`: the first answer to each `Idempotency-Key` a caller sent, kept a day.
