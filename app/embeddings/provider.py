@@ -153,7 +153,6 @@ class LiteLLMProvider:
         self._batch_size = batch_size
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm
 
         rows: list[list[float]] = []
