@@ -4,11 +4,12 @@ The tables that hold a namespace's text are listed here once (`TEXT_COLUMNS`, `J
 tests/forgetting scans every text and jsonb column of the database after a purge, so a table
 added later without an entry here fails that test instead of keeping what was forgotten."""
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Text, bindparam, delete, func, or_, select, tuple_, update
+from sqlalchemy import Text, bindparam, delete, func, or_, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -16,6 +17,7 @@ from app.models import (
     ConversationMessage,
     Erasure,
     EventPayload,
+    IdempotencyKey,
     Job,
     Memory,
     MemoryVersion,
@@ -238,6 +240,35 @@ async def write_json(session: AsyncSession, model: type, column: str, key: Any, 
     await session.execute(
         update(table).where(primary == key).values({column: bindparam("value", type_=JSONB)}), {"value": value}
     )
+
+
+async def answers_quoting(session: AsyncSession, needles: Sequence[str]) -> list[Any]:
+    """Stored Idempotency-Key answers (any namespace: they have none) whose bytes quote a needle."""
+    table = IdempotencyKey.__table__
+    params = {f"n{index}": needle.encode() for index, needle in enumerate(needles)}
+    matches = " OR ".join(f"position(:{name} IN body) > 0" for name in params)
+    statement = text(f"SELECT caller, key, body FROM {table.name} WHERE body IS NOT NULL AND ({matches})")
+    return list(await session.execute(statement, params))
+
+
+async def drop_answers_of(session: AsyncSession, namespace: str) -> int:
+    """Stored Idempotency-Key answers about the namespace (they name it as JSON does); a
+    repeated request then runs again, against the erased namespace."""
+    named = [
+        json.dumps({"namespace": namespace}, separators=(",", ":"))[1:-1],
+        json.dumps({"namespace": namespace})[1:-1],
+    ]
+    table = IdempotencyKey.__table__
+    params = {f"n{index}": form.encode() for index, form in enumerate(named)}
+    matches = " OR ".join(f"position(:{name} IN body) > 0" for name in params)
+    return (
+        await session.execute(text(f"DELETE FROM {table.name} WHERE body IS NOT NULL AND ({matches})"), params)
+    ).rowcount
+
+
+async def write_answer(session: AsyncSession, *, caller: str, key: str, body: bytes) -> None:
+    table = IdempotencyKey.__table__
+    await session.execute(update(table).where(table.c.caller == caller, table.c.key == key).values(body=body))
 
 
 async def lessons_quoting(session: AsyncSession, *, namespace: str, needles: Sequence[str]) -> list[Reflection]:

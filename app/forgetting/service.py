@@ -30,7 +30,7 @@ from app.jobs.runner import JobContext, JobRunner, handler
 from app.memories import repository as memories
 from app.memories.records import content_hash
 from app.models import Job, Memory, Reflection
-from app.recall.cache import mark_written
+from app.namespaces.tracking import mark_written
 
 MASK = "[purged]"
 
@@ -63,6 +63,15 @@ def redact_json(value: Any, quotes: Sequence[str]) -> Any:
     if isinstance(value, dict):
         return {redact_json(key, quotes): redact_json(item, quotes) for key, item in value.items()}
     return value
+
+
+def _redact_answer(body: bytes, quotes: Sequence[str]) -> bytes:
+    """A stored answer replayed for a repeated Idempotency-Key: the same JSON, quotes redacted."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        return json.dumps(redact_json(json.loads(text), quotes), ensure_ascii=False, separators=(",", ":")).encode()
+    except ValueError:
+        return redact_json(text, quotes).encode()
 
 
 async def _restore_merge_inputs(session: AsyncSession, merges: set[UUID], *, purged: set[UUID], tag: str) -> list[UUID]:
@@ -112,6 +121,9 @@ async def _erase_quotes(
         await repository.write_json(session, model, column, key, redact_json(value, quotes))
         name = f"{model.__tablename__}.{column}"
         counts[name] = counts.get(name, 0) + 1
+    for caller, key, body in await repository.answers_quoting(session, quotes):
+        await repository.write_answer(session, caller=caller, key=key, body=_redact_answer(body, quotes))
+        counts["idempotency_keys.body"] = counts.get("idempotency_keys.body", 0) + 1
     await _reembed_lessons(session, lessons, embedder)
     if dropped := await repository.drop_quoting_working_items(session, namespace=namespace, needles=quotes):
         counts["working_items"] = dropped
@@ -207,6 +219,7 @@ async def run_erase(job: JobContext) -> dict[str, Any]:
         if not deleted_in_pass:
             break
     async with sessions.begin() as session:
+        counts["idempotency_keys"] += await repository.drop_answers_of(session, namespace)
         erasure = await repository.get_erasure(session, erasure.id)
         erasure.counts = dict(counts)
         erasure.finished_at = datetime.now(timezone.utc)

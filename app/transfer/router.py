@@ -6,7 +6,7 @@ from fastapi.responses import StreamingResponse
 
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
-from app.core.dependencies import EmbedderDep, ReadSessionsDep, SettingsDep
+from app.core.dependencies import EmbedderDep, SessionsDep, SettingsDep
 from app.core.errors import Conflict, SensitiveContent, Unprocessable, problem_responses
 from app.forgetting.dependencies import NamespacePath
 from app.transfer import service
@@ -31,7 +31,7 @@ NDJSON = "application/x-ndjson"
         }
     },
 )
-async def export_namespace(namespace: NamespacePath, sessions: ReadSessionsDep, access: AccessDep) -> StreamingResponse:
+async def export_namespace(namespace: NamespacePath, sessions: SessionsDep, access: AccessDep) -> StreamingResponse:
     """Stream a namespace as JSON Lines: memories with their versions, relations, revisions,
     lessons, events and reviews, every field as stored."""
     access.check(namespace)

@@ -27,7 +27,7 @@ from app.memories import repository as memories
 from app.memories.records import content_hash
 from app.memories.sensitive import refuse_sensitive_off_loop
 from app.models import Memory, MemoryRelation, MemoryVersion, Reflection, RevisionLog, TaskEvent, TaskReview
-from app.recall.cache import mark_written
+from app.namespaces.tracking import mark_written
 from app.text import lexemes
 from app.transfer import repository, rows
 

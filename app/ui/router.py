@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from app.core.database import SessionDep
-from app.core.dependencies import EmbedderDep, ReadSessionsDep, SettingsDep
+from app.core.dependencies import EmbedderDep, ReadsDep, SessionsDep, SettingsDep
 from app.core.errors import Forbidden, NotFound
 from app.memories.schemas import NAMESPACE_PATTERN
 from app.recall.router import SearchCacheDep
@@ -134,7 +134,8 @@ async def memories_page(
     session: SessionDep,
     embedder: EmbedderDep,
     settings: SettingsDep,
-    read_sessions: ReadSessionsDep,
+    reads: ReadsDep,
+    sessions: SessionsDep,
     cache: SearchCacheDep,
     namespace: Namespace = None,
     status: Annotated[str | None, Query(max_length=20)] = None,
@@ -157,7 +158,8 @@ async def memories_page(
             namespace=namespace,
             embedder=embedder,
             settings=settings,
-            read_sessions=read_sessions,
+            reads=reads,
+            sessions=sessions,
             cache=cache,
         )
     listed = await repository.filtered_memories(

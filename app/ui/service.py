@@ -59,7 +59,8 @@ async def search(
     namespace: str,
     embedder: EmbeddingProvider,
     settings: Any,
-    read_sessions: Any,
+    reads: Any,
+    sessions: Any,
     cache: Any,
 ) -> SearchResponse:
     """The real search, with `explain`, as the API answers it (the viewer's look counts as no access)."""
@@ -69,7 +70,8 @@ async def search(
         request=request,
         embedder=embedder,
         settings=settings,
-        read_sessions=read_sessions,
+        reads=reads,
+        sessions=sessions,
         cache=cache,
         after_answer=lambda *args, **kwargs: None,
     )

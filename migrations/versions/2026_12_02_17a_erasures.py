@@ -7,7 +7,7 @@ is gone. The partial index answers "was this id purged?" (410 instead of 404) wi
 namespace erasures; (namespace, created_at) lists a namespace's erasures newest first.
 
 Revision ID: 17a
-Revises: 16b
+Revises: 14a
 Create Date: 2026-12-02
 """
 
@@ -18,7 +18,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "17a"
-down_revision: str | None = "16b"
+down_revision: str | None = "14a"
 branch_labels: Sequence[str] | None = None
 depends_on: Sequence[str] | None = None
 

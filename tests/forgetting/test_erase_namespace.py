@@ -16,9 +16,12 @@ async def test_erasing_a_namespace_deletes_every_row_of_it_and_keeps_an_audit_re
     phrase = f"Erase-me phrase {tag} about the user's old flat in Porto."
     async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as client:
         for n in range(5):
-            assert (
-                await client.post("/v1/memories", json={"namespace": namespace, "content": f"{phrase} Fact {n}."})
-            ).status_code == 201
+            written = await client.post(
+                "/v1/memories",
+                json={"namespace": namespace, "content": f"{phrase} Fact {n}."},
+                headers={"Idempotency-Key": f"erase-{tag}-{n}"},
+            )
+            assert written.status_code == 201
         kept = await client.post(
             "/v1/memories", json={"namespace": other, "content": f"Kept {tag}: the user likes tea."}
         )
@@ -45,7 +48,7 @@ async def test_erasing_a_namespace_deletes_every_row_of_it_and_keeps_an_audit_re
         assert done["status"] == "succeeded", done
         counts = done["result"]["erasure"]["counts"]
         assert counts["memories"] == 6 and counts["conversation_messages"] == 1 and counts["task_events"] == 1
-        assert counts["working_items"] == 1 and counts["working_sessions"] == 1
+        assert counts["working_items"] == 1 and counts["working_sessions"] == 1 and counts["idempotency_keys"] == 5
         assert done["progress"]["done"] == done["progress"]["total"] >= 10
         audit = (await client.get(f"/v1/namespaces/{namespace}/erasures")).json()["erasures"]
         assert [(a["kind"], a["job_id"], a["counts"]) for a in audit] == [("namespace", job["id"], counts)]
@@ -67,7 +70,7 @@ async def test_erasing_a_namespace_deletes_every_row_of_it_and_keeps_an_audit_re
             )
             assert left == 0, table
     async with engine.begin() as connection:
-        for table in ("erasures", "jobs", "memories"):
+        for table in ("erasures", "jobs", "memories", "namespace_state"):
             await connection.execute(
                 text(f"DELETE FROM {table} WHERE namespace IN (:a, :b)"), {"a": namespace, "b": other}
             )

@@ -14,27 +14,30 @@ MERGED = SECRET + " Later the key moved to the mailbox."
 
 
 async def places_holding(session, needle: str) -> list[str]:
-    """Every table.column (text, varchar, jsonb, json, text[]) whose value contains the needle."""
+    """Every table.column (text, varchar, jsonb, json, arrays, tsvector, bytea) whose value contains the needle."""
     columns = await session.execute(
         text(
-            "SELECT table_name, column_name FROM information_schema.columns "
+            "SELECT table_name, column_name, data_type FROM information_schema.columns "
             "JOIN information_schema.tables USING (table_schema, table_name) "
             "WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' "
-            "AND data_type IN ('text', 'character varying', 'jsonb', 'json', 'ARRAY', 'tsvector')"
+            "AND data_type IN ('text', 'character varying', 'jsonb', 'json', 'ARRAY', 'tsvector', 'bytea')"
         )
     )
     found = []
-    for table, column in columns.all():
-        count = await session.scalar(
-            text(f'SELECT count(*) FROM "{table}" WHERE strpos("{column}"::text, :needle) > 0'), {"needle": needle}
+    for table, column, data_type in columns.all():
+        holds = (
+            f"position(convert_to(:needle, 'UTF8') IN \"{column}\") > 0"
+            if data_type == "bytea"
+            else f'strpos("{column}"::text, :needle) > 0'
         )
+        count = await session.scalar(text(f'SELECT count(*) FROM "{table}" WHERE {holds}'), {"needle": needle})
         if count:
             found.append(f"{table}.{column}")
     return found
 
 
-async def write(client, content: str, **fields) -> dict:
-    response = await client.post("/v1/memories", json={"namespace": NS, "content": content, **fields})
+async def write(client, content: str, headers: dict | None = None, **fields) -> dict:
+    response = await client.post("/v1/memories", json={"namespace": NS, "content": content, **fields}, headers=headers)
     assert response.status_code in (200, 201), response.text
     return response.json()
 
@@ -83,7 +86,9 @@ async def test_a_purged_memory_leaves_no_text_in_any_table_and_search_no_longer_
     )
     assert said.status_code == 200, said.text
     # ... then written as a keyed fact, recalled, quoted in an event, merged, and the merge superseded.
-    secret = (await write(client, SECRET, key=f"{NS}:spare_key"))["memory"]
+    secret = (await write(client, SECRET, key=f"{NS}:spare_key", headers={"Idempotency-Key": "write-the-secret"}))[
+        "memory"
+    ]
     unrelated = (await write(client, "User's favourite colour is green."))["memory"]
     believed_at = datetime.now(timezone.utc).isoformat()
     assert secret["id"] in [hit["memory"]["id"] for hit in await search(client, "where is the spare key?")]
@@ -109,6 +114,7 @@ async def test_a_purged_memory_leaves_no_text_in_any_table_and_search_no_longer_
         "revision_log.reason",
         "task_events.payload",
         "working_items.content",
+        "idempotency_keys.body",
     }, before
 
     purged = await client.delete(f"/v1/memories/{secret['id']}", params={"purge": "true"})

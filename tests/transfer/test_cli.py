@@ -29,3 +29,4 @@ async def test_cli_round_trip_through_a_file(
     finally:
         async with engine.begin() as connection:
             await connection.execute(text("DELETE FROM memories WHERE namespace = :ns"), {"ns": copy})
+            await connection.execute(text("DELETE FROM namespace_state WHERE namespace = :ns"), {"ns": copy})

@@ -59,7 +59,7 @@ async def served(settings, engine, embedder) -> AsyncIterator[tuple[str, str]]:
         server.should_exit = True
         await task
         async with engine.begin() as connection:
-            for table in ("revision_log", "erasures", "memories"):
+            for table in ("revision_log", "erasures", "memories", "namespace_state"):
                 await connection.execute(text(f"DELETE FROM {table} WHERE namespace = :ns"), {"ns": namespace})
 
 
