@@ -294,6 +294,22 @@ async def drop_messages_of(session: AsyncSession, *, namespace: str, memory_ids:
     return (await session.execute(statement)).rowcount
 
 
+async def unlink_history(session: AsyncSession, *, namespace: str, memory_ids: set[UUID]) -> int:
+    """Version snapshots that link to a purged memory link to nothing, as the live rows do once
+    it is deleted: a rollback restoring such a snapshot must not point at a row that is gone."""
+    ids = [str(memory_id) for memory_id in memory_ids]
+    changed = 0
+    for link in ("supersedes", "superseded_by"):
+        statement = text(
+            "UPDATE memory_versions SET snapshot = jsonb_set(snapshot, :path, 'null'::jsonb) "
+            "WHERE memory_id IN (SELECT id FROM memories WHERE namespace = :namespace) "
+            "AND snapshot ->> :link = ANY(:ids)"
+        ).bindparams(bindparam("ids", type_=ARRAY(Text())), bindparam("path", type_=ARRAY(Text())))
+        result = await session.execute(statement, {"path": [link], "namespace": namespace, "link": link, "ids": ids})
+        changed += result.rowcount
+    return changed
+
+
 async def delete_memories(session: AsyncSession, memory_ids: set[UUID]) -> int:
     """Rows gone; their versions, relations and working items go with them (ON DELETE CASCADE)."""
     statement = delete(Memory).where(Memory.id.in_(memory_ids))

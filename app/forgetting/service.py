@@ -159,6 +159,7 @@ async def purge(
     counts["revision_log.blanked"] = await repository.blank_revisions_of(session, purged)
     counts |= await _erase_quotes(session, namespace=namespace, quotes=quotes, embedder=embedder)
     counts["conversation_messages"] = await repository.drop_messages_of(session, namespace=namespace, memory_ids=purged)
+    counts["memory_versions.links"] = await repository.unlink_history(session, namespace=namespace, memory_ids=purged)
     counts["memories"] = await repository.delete_memories(session, purged)
     erasure.counts = {**counts, "restored": len(restored)}
     erasure.finished_at = datetime.now(timezone.utc)

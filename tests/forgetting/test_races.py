@@ -31,3 +31,25 @@ async def test_a_revise_that_read_a_memory_before_it_was_purged_is_a_404(client,
         f"/v1/memories/{written['memory']['id']}/revise", json={"content": "User bakes rye.", "expected_version": 1}
     )
     assert revised.status_code == 404 and revised.json()["type"] == "/problems/not-found"
+
+
+async def test_rolling_back_after_a_purge_never_points_at_the_purged_memory(client):
+    key = "user:race:city"
+    old = (
+        await client.post("/v1/memories", json={"namespace": "user:race", "key": key, "content": "User lives in Bern."})
+    ).json()
+    new = (
+        await client.post(
+            "/v1/memories", json={"namespace": "user:race", "key": key, "content": "User lives in Basel."}
+        )
+    ).json()
+    assert new["memory"]["supersedes"] == old["memory"]["id"]
+    assert (await client.delete(f"/v1/memories/{old['memory']['id']}", params={"purge": "true"})).status_code == 200
+    invalidated = await client.post(f"/v1/memories/{new['memory']['id']}/invalidate", json={"reason": "a test"})
+    assert invalidated.status_code == 200, invalidated.text
+
+    rolled = await client.post(f"/v1/revisions/{invalidated.json()['revision']['id']}/rollback")
+
+    assert rolled.status_code == 200, rolled.text
+    restored = (await client.get(f"/v1/memories/{new['memory']['id']}")).json()["memory"]
+    assert restored["status"] == "active" and restored["supersedes"] is None
