@@ -363,6 +363,12 @@ async def delete_batch(session: AsyncSession, model: type, *, namespace: str, li
     table = model.__table__
     key = table.primary_key.columns.values()
     chosen = select(*key).where(*_erasable(model, namespace)).limit(limit)
+    if model is Memory:
+        # What stays until a later batch must not keep links to these in its history: a
+        # rollback meanwhile would restore a link to a deleted row.
+        ids = set((await session.execute(chosen)).scalars())
+        await unlink_history(session, namespace=namespace, memory_ids=ids)
+        chosen = select(Memory.id).where(Memory.id.in_(ids))
     returning = [table.c.payload_hash] if model is TaskEvent else [key[0]]
     statement = delete(table).where(tuple_(*key).in_(chosen)).returning(*returning)
     rows = list((await session.execute(statement)).scalars())

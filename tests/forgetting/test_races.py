@@ -53,3 +53,27 @@ async def test_rolling_back_after_a_purge_never_points_at_the_purged_memory(clie
     assert rolled.status_code == 200, rolled.text
     restored = (await client.get(f"/v1/memories/{new['memory']['id']}")).json()["memory"]
     assert restored["status"] == "active" and restored["supersedes"] is None
+
+
+async def test_an_erasure_batch_leaves_no_history_linking_to_what_it_deleted(client, db_session):
+    from app.forgetting import repository as forgetting
+    from app.models import Memory
+
+    key = "user:race2:city"
+    for content in ("User lives in Graz.", "User lives in Linz.", "User lives in Wels."):
+        assert (
+            await client.post("/v1/memories", json={"namespace": "user:race2", "key": key, "content": content})
+        ).status_code == 201
+    deleted, _ = await forgetting.delete_batch(db_session, Memory, namespace="user:race2", limit=1)
+    assert deleted == 1
+    remaining = {
+        str(i)
+        for i in (await db_session.execute(text("SELECT id FROM memories WHERE namespace = 'user:race2'"))).scalars()
+    }
+    links = await db_session.execute(
+        text(
+            "SELECT v.snapshot ->> 'supersedes', v.snapshot ->> 'superseded_by' FROM memory_versions v "
+            "JOIN memories m ON m.id = v.memory_id WHERE m.namespace = 'user:race2'"
+        )
+    )
+    assert all(link is None or link in remaining for row in links for link in row)
