@@ -66,6 +66,9 @@ _TIME_FIELDS = ("expires_at", "revised_at", "invalidated_at")
 # The version only grows; the vector is recomputed; confidence is a ranking signal that feedback
 # moves and no revision changes, so undoing a revision keeps the feedback given since.
 _KEPT_ON_RESTORE = ("version", "embedding_model", "confidence")
+# Columns that cannot be empty: a snapshot without them (the bulk rows of a conversation record
+# no importance, a file imported from elsewhere may hold less) leaves the current value.
+_REQUIRED = ("content", "content_hash", "memory_type", "status", "importance")
 
 
 def restore_snapshot(memory: Memory, snapshot: dict[str, Any]) -> bool:
@@ -76,6 +79,8 @@ def restore_snapshot(memory: Memory, snapshot: dict[str, Any]) -> bool:
         if name in _KEPT_ON_RESTORE:
             continue
         value = snapshot.get(name)
+        if value is None and name in _REQUIRED:
+            continue
         if value is not None and name in _UUID_FIELDS:
             value = UUID(value)
         elif value is not None and name in _TIME_FIELDS:

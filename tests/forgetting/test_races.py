@@ -77,3 +77,22 @@ async def test_an_erasure_batch_leaves_no_history_linking_to_what_it_deleted(cli
         )
     )
     assert all(link is None or link in remaining for row in links for link in row)
+
+
+async def test_rolling_back_a_change_to_a_conversation_message_keeps_its_importance(client):
+    said = await client.post(
+        "/v1/conversations",
+        json={
+            "namespace": "user:race3",
+            "session_id": "s1",
+            "extract": "none",
+            "messages": [{"id": "m1", "role": "user", "content": "I think it will rain on Sunday."}],
+        },
+    )
+    assert said.status_code == 200, said.text
+    memory_id = said.json()["messages"][0]["memory_ids"][0]
+    invalidated = await client.post(f"/v1/memories/{memory_id}/invalidate", json={"reason": "a test"})
+    assert invalidated.status_code == 200, invalidated.text
+    rolled = await client.post(f"/v1/revisions/{invalidated.json()['revision']['id']}/rollback")
+    assert rolled.status_code == 200, rolled.text
+    assert (await client.get(f"/v1/memories/{memory_id}")).json()["memory"]["importance"] == 0.5
