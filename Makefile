@@ -5,7 +5,7 @@ INSTALLED := $(VENV)/.installed-stamp
 # litellm must never fetch its model cost map: this service runs offline.
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install run test bench load fuzz
+.PHONY: install run test chromium bench load fuzz
 
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -22,8 +22,24 @@ run: install
 	trap 'kill $$api $$gateway 2>/dev/null' INT TERM EXIT; \
 	wait $$api
 
-test: install
+test: install chromium
 	$(PY) -m pytest -q
+
+# The viewer's browser tests drive the system's Chromium through Playwright (no browser is
+# downloaded): on Debian the package is installed when missing; elsewhere install it by hand,
+# or point HINDSIGHT_TEST_CHROMIUM at a Chromium binary.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+chromium:
+	@if [ -n "$$HINDSIGHT_TEST_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		exit 0; \
+	elif [ -r /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's chromium for the viewer's browser tests"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "The viewer's browser tests need Chromium: install your system's chromium package" \
+			"(or set HINDSIGHT_TEST_CHROMIUM to a Chromium binary), then run make test again." >&2; \
+		exit 1; \
+	fi
 
 # The evaluation data is found at ../shared/bench; DATA=DIR points elsewhere.
 bench: install

@@ -101,6 +101,21 @@ def _stop_quietly() -> None:
         signal.signal(stop, lambda *_: sys.exit(0))
 
 
+def _transfer(args: argparse.Namespace) -> int:
+    from app.core.errors import AppError
+    from app.transfer import cli
+
+    try:
+        if args.command == "export-namespace":
+            asyncio.run(cli.export_to(args.namespace, args.output, settings=settings))
+        else:
+            print(json.dumps(asyncio.run(cli.import_from(args.file, namespace=args.namespace, ids=args.ids, settings=settings)), indent=2))
+    except AppError as error:
+        logger.error("%s", error.detail)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hindsight")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -119,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     conversations = commands.add_parser("import-conversations", help="remember conversations from a JSON Lines file")
     conversations.add_argument("file", type=Path, help="one POST /v1/conversations body per line")
     conversations.add_argument("--extract", choices=["auto", "llm", "rules", "none"], help="override each line's `extract`")
+    exporting = commands.add_parser("export-namespace", help="write a namespace as JSON Lines (stdout or --output)")
+    exporting.add_argument("namespace")
+    exporting.add_argument("--output", "-o", type=Path, help="the file to write (default: stdout)")
+    importing = commands.add_parser("import-namespace", help="restore an export into an empty namespace")
+    importing.add_argument("file", type=Path, help="a file written by export-namespace or GET /v1/namespaces/{ns}/export")
+    importing.add_argument("--namespace", help="import into this namespace (default: the one exported)")
+    importing.add_argument("--ids", choices=["keep", "new"], default="keep", help="keep the file's ids, or give new ones")
     args = parser.parse_args(argv)
     if args.command == "api-url":
         print(settings.served_api_url)
@@ -157,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         report = asyncio.run(importer.run(args.file, extract=args.extract, settings=settings))
         print(json.dumps(report, indent=2))
         return 1 if report["refused_lines"] else 0
+    if args.command in ("export-namespace", "import-namespace"):
+        return _transfer(args)
     if args.command == "serve":
         from app.core import server
 

@@ -33,6 +33,7 @@ from app.core.settings import Settings
 from app.core.settings import settings as default_settings
 from app.core.unread_input import refuse_unread_input
 from app.embeddings.provider import EmbeddingProvider, build_provider
+from app.forgetting.router import router as forgetting_router
 from app.idempotency.middleware import IdempotencyMiddleware
 from app.maintenance import dimension
 from app.jobs.router import router as jobs_router
@@ -48,6 +49,8 @@ from app.reflections.schema_check import SchemaChecker
 from app.reflections.router import router as reflections_router
 from app.revisions.judges import build_judge
 from app.revisions.router import router as revisions_router
+from app.transfer.router import router as transfer_router
+from app.ui.router import router as ui_router
 from app.working.router import router as working_router
 
 logger = logging.getLogger("hindsight")
@@ -160,9 +163,11 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     app.include_router(reflections_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(revisions_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(maintenance_router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
-    for router in (conversations_router, working_router, context_router, jobs_router):
+    for router in (conversations_router, working_router, context_router, jobs_router, forgetting_router, transfer_router):
         app.include_router(router, dependencies=authenticated, responses=AUTHENTICATED_PROBLEMS)
     app.include_router(ops_router)
+    # The viewer signs its users in itself (a cookie), so it is not behind the bearer check.
+    app.include_router(ui_router)
     return app
 
 

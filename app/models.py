@@ -450,3 +450,28 @@ class IdempotencyKey(Base):
     content_type: Mapped[str | None] = mapped_column(Text)
     body: Mapped[bytes | None] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = _created_at()
+
+
+ERASURE_KINDS = ("memory", "namespace")
+
+
+class Erasure(Base):
+    """What a purge or a namespace erasure leaves: who asked, when, and counts; never content."""
+
+    __tablename__ = "erasures"
+    __table_args__ = (
+        CheckConstraint(one_of("kind", ERASURE_KINDS), name="kind"),
+        Index("ix_erasures_memory_id", "memory_id", postgresql_where=text("memory_id IS NOT NULL")),
+        Index("ix_erasures_namespace_created_at", "namespace", text("created_at DESC")),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()"))
+    kind: Mapped[str] = mapped_column(Text, nullable=False)
+    namespace: Mapped[str] = mapped_column(Text, nullable=False)
+    # No foreign key: the memory is gone.
+    memory_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    requested_by: Mapped[str] = mapped_column(Text, nullable=False)
+    job_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    counts: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = _created_at()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -81,7 +81,8 @@ PASSES = (
     # /v1/memories), created_after not later than created_before (search), a conversation's
     # unique message ids and `extract: llm` only with an LLM configured, and those with times that
     # may not lie in the future (an event's `at`, a lesson's `occurred_at`, a message's `at`; JSON
-    # Schema has no "now"). The first pass checks them all; here the operations still run, and
+    # Schema has no "now"), and a namespace import (any bytes are a schema-valid body; an export
+    # is a format of its own). The first pass checks them all; here the operations still run, and
     # the memories they write give the operations addressed by a memory's id something to find.
     Pass(
         "valid-inputs-accepted",
@@ -97,6 +98,7 @@ PASSES = (
             "POST /v1/events": ("positive_data_acceptance",),
             "POST /v1/reflections": ("positive_data_acceptance",),
             "POST /v1/conversations": ("positive_data_acceptance",),
+            "POST /v1/namespaces/{namespace}/import": ("positive_data_acceptance",),
         },
     ),
 )  # fmt: skip

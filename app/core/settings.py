@@ -262,6 +262,19 @@ class Settings(BaseSettings):
     jobs_max_attempts: int = Field(default=3, ge=1, le=20)
     # Jobs one process runs at once; the others wait queued (embedding has one thread anyway).
     jobs_concurrency: int = Field(default=2, ge=1, le=64)
+    # Forgetting, export/import and the viewer (issue 17). A purged text shorter than
+    # forget_quote_min_chars is too common to hunt as a quote in other rows ("yes"): only what
+    # points to the memory by id is erased for it. A namespace is erased forget_batch_size rows
+    # per transaction. An import takes at most import_max_records records.
+    forget_quote_min_chars: int = Field(default=12, ge=1, le=10_000)
+    forget_batch_size: int = Field(default=500, ge=1, le=100_000)
+    import_max_records: int = Field(default=1_000_000, ge=1)
+    # The viewer's sign-in cookie is signed with this secret; unset, a random one per process
+    # (sign-ins then last until a restart and do not cross API processes: set it when several run).
+    ui_secret: SecretStr | None = None
+    ui_session_seconds: int = Field(default=8 * 3600, ge=60, le=30 * 86400)
+    # Send the cookie only over HTTPS (set it behind TLS; plain http://127.0.0.1 needs it off).
+    ui_cookie_secure: bool = False
 
     def default_ttl(self, memory_type: str) -> int | None:
         return getattr(self, f"default_ttl_{memory_type}_seconds")

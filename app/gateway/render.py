@@ -72,6 +72,12 @@ def forgotten(answer: dict[str, Any]) -> str:
     return f"Forgot memory {answer['memory_id']}: search no longer returns it; its history is kept."
 
 
+def purged(answer: dict[str, Any]) -> str:
+    erasure = answer["erasure"]
+    also = f", with {_count(len(erasure['also_purged']), 'memory', 'memories')} built from or quoting it" if erasure["also_purged"] else ""
+    return f"Purged memory {erasure['memory_id']}{also}: its text is gone everywhere; tombstone {erasure['id']}."
+
+
 def events(answer: dict[str, Any]) -> str:
     recorded = f"Recorded {_count(answer['accepted'], 'event', 'events')}."
     review = answer.get("review")

@@ -23,6 +23,7 @@ from app.core.metrics import GATEWAY_DEGRADED
 from app.gateway import render
 from app.gateway.api import Api, ApiProblem, ApiUnavailable, Call
 from app.gateway.arguments import ToolArguments, published_schema
+from app.forgetting.schemas import PurgeResponse
 from app.jobs.schemas import JobAccepted
 from app.memories.schemas import MemoryDetail, MemoryWrite, WriteResponse
 from app.recall.schemas import SearchRequest, SearchResponse
@@ -130,6 +131,14 @@ SPECS = (
         "It leaves search; its history is kept.",
         "DELETE", "/v1/memories/{memory_id}", None, Forgotten, render.forgotten, addressed_by="memory_id",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
+    ),
+    Spec(
+        "hindsight_purge",
+        "Erase a memory for good when the user asks to be forgotten: its text and vector leave every table "
+        "(history, judgements, events and lessons quoting it); only a tombstone without content stays. "
+        "Cannot be undone: use hindsight_forget for a memory that is merely wrong.",
+        "DELETE", "/v1/memories/{memory_id}?purge=true", None, PurgeResponse, render.purged, addressed_by="memory_id",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
     ),
     Spec(
         "hindsight_record_events",

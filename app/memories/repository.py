@@ -9,10 +9,11 @@ import numpy as np
 from sqlalchemy import ColumnElement, bindparam, delete, func, literal_column, or_, select, text, true, update
 from sqlalchemy import insert as insert_into
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.exc import StaleDataError
 
-from app.core.errors import VersionConflict
+from app.core.errors import NotFound, VersionConflict
 from app.models import Memory, MemoryRelation, MemoryVersion, WriteRateCount, WriteRateFlag
 from app.text import lexemes
 
@@ -65,6 +66,9 @@ _TIME_FIELDS = ("expires_at", "revised_at", "invalidated_at")
 # The version only grows; the vector is recomputed; confidence is a ranking signal that feedback
 # moves and no revision changes, so undoing a revision keeps the feedback given since.
 _KEPT_ON_RESTORE = ("version", "embedding_model", "confidence")
+# Columns that cannot be empty: a snapshot without them (the bulk rows of a conversation record
+# no importance, a file imported from elsewhere may hold less) leaves the current value.
+_REQUIRED = ("content", "content_hash", "memory_type", "status", "importance")
 
 
 def restore_snapshot(memory: Memory, snapshot: dict[str, Any]) -> bool:
@@ -75,6 +79,8 @@ def restore_snapshot(memory: Memory, snapshot: dict[str, Any]) -> bool:
         if name in _KEPT_ON_RESTORE:
             continue
         value = snapshot.get(name)
+        if value is None and name in _REQUIRED:
+            continue
         if value is not None and name in _UUID_FIELDS:
             value = UUID(value)
         elif value is not None and name in _TIME_FIELDS:
@@ -211,6 +217,17 @@ async def get(session: AsyncSession, memory_id: UUID, *, for_update: bool = Fals
     return (await session.execute(statement)).scalar_one_or_none()
 
 
+async def reload(session: AsyncSession, memory: Memory) -> Memory:
+    """Re-read a memory read before its namespace lock was taken; 404 if a purge or an erasure
+    deleted it meanwhile (rows can vanish: app/forgetting)."""
+    memory_id = memory.id  # read now: a failed refresh leaves the instance expired
+    try:
+        await session.refresh(memory)
+    except InvalidRequestError:
+        raise NotFound(f"no memory with id {memory_id}") from None
+    return memory
+
+
 async def get_many(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, Memory]:
     if not memory_ids:
         return {}
@@ -233,7 +250,9 @@ async def adjust_confidence(session: AsyncSession, memory: Memory, *, useful: bo
     table = Memory.__table__  # the table, not the ORM entity, which would bump the version
     confidence = table.c.confidence
     value = func.greatest(confidence, func.least(cap, confidence + step)) if useful else func.greatest(0.0, confidence - step)
-    await session.execute(update(table).where(table.c.id == memory.id).values(confidence=value, updated_at=func.now()))
+    statement = update(table).where(table.c.id == memory.id).values(confidence=value, updated_at=func.now())
+    if (await session.execute(statement.returning(table.c.id))).first() is None:
+        raise NotFound(f"no memory with id {memory.id}")  # purged or erased since it was read
     await session.refresh(memory)
     return memory
 

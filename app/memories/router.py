@@ -1,13 +1,16 @@
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Path, Response, status
+from fastapi import APIRouter, Path, Query, Response, status
 from fastapi.responses import JSONResponse
 
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
+from app.core.dependencies import EmbedderDep, SettingsDep
 from app.core.errors import NotFound, RateLimited, SensitiveContent, Unprocessable, VersionConflict, problem_responses
 from app.core.links import MEMORY, REVISION, links
+from app.forgetting import service as forgetting
+from app.forgetting.schemas import PurgeResponse
 from app.idempotency.middleware import IDEMPOTENT
 from app.memories import service
 from app.memories.dependencies import WriteRateDep
@@ -79,10 +82,24 @@ async def get_memory(memory_id: MemoryID, session: SessionDep, access: AccessDep
 @router.delete(
     "/{memory_id:uuid}",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=problem_responses(NotFound, VersionConflict),
+    responses={
+        200: {"model": PurgeResponse, "description": "Purged (`purge=true`): the tombstone left."},
+        **problem_responses(NotFound, VersionConflict),
+    },
     dependencies=[IDEMPOTENT],
 )
-async def forget_memory(memory_id: MemoryID, session: SessionDep, access: AccessDep) -> Response:
-    """Forget a memory (soft delete: it stays readable by id, with its history)."""
+async def forget_memory(
+    memory_id: MemoryID,
+    session: SessionDep,
+    access: AccessDep,
+    embedder: EmbedderDep,
+    settings: SettingsDep,
+    purge: Annotated[bool, Query(description="Erase its text everywhere (app/forgetting), not a soft delete.")] = False,
+) -> Response:
+    """Forget a memory (soft delete: it stays readable by id, with its history); with
+    `purge=true`, erase its text and vector from every table, leaving a tombstone."""
+    if purge:
+        erased = await forgetting.purge(session, memory_id=memory_id, access=access, embedder=embedder, settings=settings)
+        return JSONResponse(PurgeResponse(erasure=erased).model_dump(mode="json"))
     await service.forget(session, memory_id=memory_id, access=access)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

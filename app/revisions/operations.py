@@ -53,7 +53,7 @@ async def revise(
     access.check(memory.namespace)
     embedding = (await context.embedder.embed_passages([content]))[0]  # before the lock: it is slow
     await memories.lock_namespace(session, memory.namespace)
-    await session.refresh(memory)
+    await memories.reload(session, memory)
     if memory.version != expected_version:
         raise VersionConflict(f"memory {memory_id} is at version {memory.version}, not {expected_version}")
     if memory.status not in ("active", "uncertain"):
@@ -92,7 +92,7 @@ async def invalidate(
         raise NotFound(f"no memory with id {memory_id}")
     access.check(memory.namespace)
     await memories.lock_namespace(session, memory.namespace)
-    await session.refresh(memory)
+    await memories.reload(session, memory)
     if memory.status not in ("active", "uncertain", "superseded"):
         raise Conflict(f"memory {memory_id} is {memory.status}; only active, uncertain or superseded memories can be invalidated")
     now = datetime.now(timezone.utc)

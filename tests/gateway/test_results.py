@@ -41,6 +41,7 @@ async def test_every_tool_answers_a_line_and_content_of_its_output_schema(settin
         await run("hindsight_lessons", namespace=namespace, query="send an email")
         await run("hindsight_lesson_feedback", lesson_id=lesson_id, useful=True)
         await run("hindsight_forget", memory_id=memory["id"])
+        purged = await run("hindsight_purge", memory_id=memory["id"])
         message = {"id": "m1", "role": "user", "content": "I moved to Denver last week."}
         remembered = await run("hindsight_remember_conversation", namespace=namespace, messages=[message], extract="rules")
         context = await run("hindsight_context", namespace=namespace, query="Where does the user live?", budget_tokens=500)
@@ -50,6 +51,7 @@ async def test_every_tool_answers_a_line_and_content_of_its_output_schema(settin
     for tool in ("hindsight_revise", "hindsight_review", "hindsight_feedback", "hindsight_forget",
                  "hindsight_record_events", "hindsight_lesson_feedback"):
         assert "\n" not in texts[tool] and not texts[tool].startswith("{"), (tool, texts[tool])
+    assert purged["erasure"]["memory_id"] == memory["id"] and texts["hindsight_purge"].startswith(f"Purged memory {memory['id']}")
     assert memory["id"] in texts["hindsight_forget"] and lesson_id in texts["hindsight_record_events"]
     assert texts["hindsight_revise"].startswith("Revised: User's dog is called Max.")
     assert remembered["stored"] == 1 and texts["hindsight_remember_conversation"].startswith("Remembered 1 new message (")
