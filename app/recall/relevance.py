@@ -25,6 +25,13 @@ SESSION_LIFT = 0.35
 # (.660 -> .685); this is how a turn that neither route found can still come back.
 NEIGHBOUR_LIFT = 0.5
 NEIGHBOUR_WIDTH = 2
+# A memory said within the window a time expression of the query names ("last Saturday")
+# has its relevance multiplied by 1 + TIME_LIFT: the expression weights, it does not filter.
+TIME_LIFT = 0.5
+# Diversity over sessions: when choosing each next hit, a candidate's score is multiplied by
+# (1 - SESSION_DIVERSITY) for every hit already chosen from its session, so a cluster of turns
+# from one session makes room for the next best session's evidence (multi-session questions).
+SESSION_DIVERSITY = 0.0
 # Dense scores are min-max scaled over the candidates, but over at least this much cosine:
 # with few candidates (a small namespace) a 0.01 cosine gap would otherwise become 0 vs 1.
 MIN_DENSE_SPREAD = 0.1
@@ -41,6 +48,7 @@ class Evidence:
     lexical_rank: dict[UUID, float]
     session: dict[UUID, SessionKey | None]
     speaker: dict[UUID, str | None]
+    in_window: set[UUID] = field(default_factory=set)  # said within the query's time window
     # (a, b, offset of b from a) for memories of one session, both directions present.
     adjacency: dict[UUID, dict[UUID, int]] = field(default_factory=lambda: defaultdict(dict))
 
@@ -113,6 +121,8 @@ def score(evidence: Evidence, *, query: str) -> dict[UUID, Relevance]:
             default=0.0,
         )
         final[key] = lifted.get(key, 0.0) + neighbour_lift
+        if key in evidence.in_window:
+            final[key] *= 1 + TIME_LIFT
     top = max(final.values(), default=0.0)
     return {
         key: Relevance(
@@ -122,3 +132,25 @@ def score(evidence: Evidence, *, query: str) -> dict[UUID, Relevance]:
         )
         for key, value in final.items()
     }
+
+
+def diversify(order: list[UUID], *, score: dict[UUID, float], session: dict[UUID, SessionKey | None], places: int) -> list[UUID]:
+    """The first `places` of `order` chosen greedily by score discounted per hit already
+    chosen from the same session; the rest keep their order. Memories outside any session
+    are never discounted."""
+    if SESSION_DIVERSITY <= 0 or len(order) < 2:
+        return order
+    remaining = list(order)
+    chosen: list[UUID] = []
+    taken: dict[SessionKey, int] = defaultdict(int)
+    keep = 1 - SESSION_DIVERSITY
+    while remaining and len(chosen) < places:
+        best = max(
+            range(len(remaining)),
+            key=lambda i: (score[remaining[i]] * keep ** taken[session[remaining[i]]] if session.get(remaining[i]) else score[remaining[i]], -i),
+        )
+        picked = remaining.pop(best)
+        chosen.append(picked)
+        if session.get(picked):
+            taken[session[picked]] += 1
+    return chosen + remaining

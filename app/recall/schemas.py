@@ -64,6 +64,11 @@ class SearchRequest(QueryScope):
     created_after: Timestamp | None = None
     created_before: Timestamp | None = None
     as_of: Timestamp | None = Field(default=None, description="Answer as the namespace stood at this time.")
+    reference_time: Timestamp | None = Field(
+        default=None,
+        description="When the question is asked (default: `as_of`, else now): recency and time expressions in the "
+        "query (\"last Saturday\", \"two weeks ago\") are measured from it. It filters nothing by itself.",
+    )
     explain: StrictBool = Field(default=False, description="Report each route's candidates and why some missed the top k.")
     record_access: StrictBool = Field(
         default=True,

@@ -18,7 +18,7 @@ from app.embeddings.provider import EmbeddingProvider
 from app.memories.schemas import MemoryOut
 from app.memories.trust import trust_of
 from app.models import Memory
-from app.recall import competitors, relevance, repository, scoring
+from app.recall import competitors, relevance, repository, scoring, timeframe
 from app.recall.cache import SearchCache
 from app.recall.lexical import or_query
 from app.recall.repository import RouteRows, Scope
@@ -90,6 +90,7 @@ async def _run_routes(
     embedder: EmbeddingProvider,
     settings: Settings,
     cache: SearchCache,
+    window: timeframe.Window | None,
 ) -> tuple[dict[str, RouteRows], np.ndarray]:
     limit = settings.search_route_candidates
     # A speaker's name matches every line they said; the speaker boost (relevance.py) uses
@@ -100,12 +101,24 @@ async def _run_routes(
         async with read_sessions() as session:
             return await route(session, scope, **arguments)
 
-    async def vector() -> tuple[RouteRows, np.ndarray]:
+    async def vector() -> tuple[RouteRows, RouteRows, np.ndarray]:
         embedding = await embedder.embed_query(request.query)
         rows = await in_own_session(
             repository.vector_route, embedding=embedding, model=embedder.name, limit=limit
         )
-        return rows, embedding
+        in_window = (
+            await in_own_session(
+                repository.time_route,
+                embedding=embedding,
+                model=embedder.name,
+                start=window.start,
+                end=window.end,
+                limit=limit,
+            )
+            if window
+            else []
+        )
+        return rows, in_window, embedding
 
     # A group, not gather: when one route fails (the database went away) the others stop at
     # once and give their connections back, instead of running on for nobody.
@@ -127,8 +140,10 @@ async def _run_routes(
             )
     except ExceptionGroup as failed:
         raise failed.exceptions[0] from None  # one error, which the handlers know how to answer
-    vector_rows, embedding = dense.result()
+    vector_rows, time_rows, embedding = dense.result()
     routes = {"key": key.result(), "vector": vector_rows, "recency": recency.result(), "lexical": lexical.result()}
+    if window:
+        routes["time"] = time_rows
     return routes, embedding
 
 
@@ -141,17 +156,22 @@ def _merge(routes: dict[str, RouteRows]) -> dict[UUID, Candidate]:
 
 
 def _evidence(
-    routes: dict[str, RouteRows], loaded: dict[UUID, tuple[Memory, float]], neighbours: list[tuple[UUID, UUID, int]]
+    routes: dict[str, RouteRows],
+    loaded: dict[UUID, tuple[Memory, float]],
+    neighbours: list[tuple[UUID, UUID, int]],
+    window: timeframe.Window | None,
 ) -> relevance.Evidence:
+    dense_rows = [*routes["vector"], *routes.get("time", [])]
     evidence = relevance.Evidence(
         cosine={memory_id: cosine for memory_id, (_, cosine) in loaded.items()},
-        vector_hits=[memory_id for memory_id, _ in routes["vector"] if memory_id in loaded],
+        vector_hits=list(dict.fromkeys(memory_id for memory_id, _ in dense_rows if memory_id in loaded)),
         lexical_rank={memory_id: raw for memory_id, raw in routes["lexical"] if memory_id in loaded},
         session={
             memory_id: (memory.namespace, memory.session_id) if memory.session_id else None
             for memory_id, (memory, _) in loaded.items()
         },
         speaker={memory_id: memory.source.get("speaker") for memory_id, (memory, _) in loaded.items()},
+        in_window={memory_id for memory_id, (memory, _) in loaded.items() if window and window.holds(memory.created_at)},
     )
     for anchor, other, offset in neighbours:
         if anchor in loaded and other in loaded:
@@ -177,15 +197,12 @@ def _scorer(
     def score(memory: Memory) -> Scored:
         routes = candidates[memory.id].routes if memory.id in candidates else {}
         fit = relevances.get(memory.id)
+        semantic = _semantic(memory.id, candidates, relevances)
         parts = scoring.Parts(
-            semantic=_semantic(memory.id, candidates, relevances),
-            recency=scoring.recency(
-                last_seen=max(filter(None, (memory.last_accessed_at, memory.created_at))),
-                at=at,
-                decay_per_hour=settings.recency_lambda_per_hour,
-            ),
+            semantic=semantic,
+            recency=scoring.recency(said_at=memory.created_at, at=at, decay_per_hour=settings.recency_lambda_per_hour),
             confidence=memory.confidence,
-            access=scoring.access(memory.access_count),
+            access=scoring.access(memory.access_count, relevance=semantic),
             lexical=fit.lexical if fit else None,
             trust=trust_of(memory.source, settings),
         )
@@ -201,6 +218,7 @@ def _rank(
     score: Callable[[Memory], Scored],
     *,
     top_k: int,
+    weights: scoring.Weights,
 ) -> list[Scored]:
     """Rerank the relevance shortlist by the weighted formula: the memories at least
     RELEVANCE_FLOOR as relevant as the best, topped up to top_k in relevance order, and
@@ -219,8 +237,53 @@ def _rank(
         or position < top_k
         or {"key", "recency"} & candidates.get(memory_id, Candidate(memory_id)).routes.keys()
     ]
-    shortlist.sort(key=lambda item: (item.score, item.memory.created_at), reverse=True)
+    shortlist.sort(key=lambda item: (*item.parts.order_key(weights), item.memory.created_at), reverse=True)
     return shortlist
+
+
+def _diversify(ranked: list[Scored], *, top_k: int) -> list[Scored]:
+    """Room for more than one session among the top k (app/recall/relevance.py, `diversify`)."""
+    by_id = {item.memory.id: item for item in ranked}
+    order = relevance.diversify(
+        list(by_id),
+        score={memory_id: item.score for memory_id, item in by_id.items()},
+        session={
+            memory_id: (item.memory.namespace, item.memory.session_id) if item.memory.session_id else None
+            for memory_id, item in by_id.items()
+        },
+        places=top_k,
+    )
+    return [by_id[memory_id] for memory_id in order]
+
+
+def _below_replacements(ranked: list[Scored]) -> list[Scored]:
+    """A superseded memory (searched for with `statuses`) goes just after what replaced it
+    when both are in the list: it was true once, its replacement is true now. Chains follow,
+    since each memory is placed after its replacement's final place."""
+    position = {item.memory.id: index for index, item in enumerate(ranked)}
+    placed: dict[UUID, list[Scored]] = {}
+    roots: list[Scored] = []
+    for item in ranked:
+        replacement = item.memory.superseded_by
+        if item.memory.status == "superseded" and replacement in position and replacement != item.memory.id:
+            placed.setdefault(replacement, []).append(item)
+        else:
+            roots.append(item)
+    ordered: list[Scored] = []
+    seen: set[UUID] = set()
+
+    def emit(item: Scored) -> None:
+        if item.memory.id in seen:
+            return
+        seen.add(item.memory.id)
+        ordered.append(item)
+        for follower in placed.get(item.memory.id, []):
+            emit(follower)
+
+    for item in roots:
+        emit(item)
+    ordered += [item for item in ranked if item.memory.id not in seen]  # a cycle of replacements: as ranked
+    return ordered
 
 
 async def _prefer_newer(session: AsyncSession, ranked: list[Scored], *, query: str, settings: Settings) -> list[Scored]:
@@ -349,6 +412,8 @@ async def search(
     through `after_answer`, once the answer is on its way."""
     started = time.perf_counter()
     at = request.as_of or datetime.now(timezone.utc)
+    # The moment the question is asked from: recency and time expressions are measured from it.
+    reference = request.reference_time or at
     cache_key = cache.key(request.model_dump_json(), request.all_namespaces)
     cached: SearchResponse | None = None if request.explain or request.as_of else cache.get(cache_key)
     if cached is not None:
@@ -366,8 +431,10 @@ async def search(
         created_before=request.created_before,
         historical=request.as_of is not None,
     )
+    # Parsing takes a few milliseconds of CPU: off the event loop.
+    window = await asyncio.to_thread(timeframe.window, request.query, reference=reference)
     routes, embedding = await _run_routes(
-        read_sessions, scope, request=request, embedder=embedder, settings=settings, cache=cache
+        read_sessions, scope, request=request, embedder=embedder, settings=settings, cache=cache, window=window
     )
     # On the request's own connection: a fifth concurrent one cost more than the query (~10 ms).
     skipped = await repository.count_other_model(session, scope, model=embedder.name)
@@ -377,12 +444,13 @@ async def search(
     neighbours = await repository.session_neighbours(session, scope, anchors=in_sessions, width=relevance.NEIGHBOUR_WIDTH)
     unloaded = list({other for _, other, _ in neighbours} - loaded.keys())
     loaded |= await repository.load(session, unloaded, embedding=embedding)
-    relevances = relevance.score(_evidence(routes, loaded, neighbours), query=request.query)
+    relevances = relevance.score(_evidence(routes, loaded, neighbours, window), query=request.query)
     memories = {memory_id: memory for memory_id, (memory, _) in loaded.items()}
     weights = effective_weights(request, settings)
-    score = _scorer(candidates, relevances, at=at, weights=weights, settings=settings)
-    ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k)
-    ranked = await _prefer_newer(session, ranked, query=request.query, settings=settings)
+    score = _scorer(candidates, relevances, at=reference, weights=weights, settings=settings)
+    ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k, weights=weights)
+    ranked = _diversify(ranked, top_k=request.top_k)
+    ranked = _below_replacements(await _prefer_newer(session, ranked, query=request.query, settings=settings))
     hits = await _with_partners(session, scope, ranked, top_k=request.top_k, score=score)
     if request.as_of:
         hits = await _as_they_stood(session, hits, at=at)
