@@ -18,7 +18,7 @@ from app.embeddings.provider import EmbeddingProvider
 from app.memories.schemas import MemoryOut
 from app.memories.trust import trust_of
 from app.models import Memory
-from app.recall import competitors, relevance, repository, scoring, timeframe
+from app.recall import competitors, relevance, repository, rerank, scoring, timeframe
 from app.recall.cache import SearchCache
 from app.recall.lexical import or_query
 from app.recall.repository import RouteRows, Scope
@@ -449,6 +449,9 @@ async def search(
     weights = effective_weights(request, settings)
     score = _scorer(candidates, relevances, at=reference, weights=weights, settings=settings)
     ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k, weights=weights)
+    if settings.rerank_model:
+        await session.commit()  # a read; no transaction stays open across the reranker's call
+        ranked = await rerank.rerank(request.query, ranked, [item.memory.content for item in ranked], settings=settings)
     ranked = _diversify(ranked, top_k=request.top_k)
     ranked = _below_replacements(await _prefer_newer(session, ranked, query=request.query, settings=settings))
     hits = await _with_partners(session, scope, ranked, top_k=request.top_k, score=score)
