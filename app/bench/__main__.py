@@ -315,7 +315,14 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
             app.state.embedder = caching = conversation_suite.CachingEmbedder(real_embedder, path=args.embedding_cache)
             logging.getLogger("app.memories.write_rate").setLevel(logging.ERROR)
             began = time.perf_counter()
-            answer = await lme_retrieval.run(app, client, questions, embedder=caching, ablate=not args.no_ablation)
+            answer = await lme_retrieval.run(
+                app,
+                client,
+                questions,
+                embedder=caching,
+                ablate=not args.no_ablation,
+                progress=args.out.with_suffix(".longmemeval-progress.json"),
+            )
             app.state.embedder = real_embedder
             summary = lme_retrieval.summarise(answer["questions"])
             results["longmemeval"] = {"seconds": round(time.perf_counter() - began, 1), "summary": summary, **answer}

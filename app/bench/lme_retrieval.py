@@ -5,9 +5,11 @@ turns in the same run. Scored: turn- and session-level recall_any@k and recall_a
 session counts for the session level), k = 5, 10, per split (tuning / report, by a hash of the
 question id) and per question type, with an ablation row per relevance component."""
 
+import json
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,9 +44,11 @@ def _bm25(question: Question) -> list[str]:
     return [question.turns[i].turn_id for i in np.argsort(-scores, kind="stable")[:TOP_K]]
 
 
-def _dense(question: Question, embedder: CachingEmbedder, *, max_chars: int) -> list[str]:
-    vectors = embedder.passage_vectors([turn.content[:max_chars] for turn in question.turns])
-    scores = vectors @ embedder.query_vectors([question.question])[0]
+async def _dense(question: Question, embedder: CachingEmbedder, *, max_chars: int) -> list[str]:
+    # Through the embedder, not only its record: a turn the service refused (the sensitive-data
+    # guard) was never embedded by it, and the baseline still ranks it.
+    vectors = await embedder.embed_passages([turn.content[:max_chars] for turn in question.turns])
+    scores = vectors @ await embedder.embed_query(question.question)
     return [question.turns[i].turn_id for i in np.argsort(-scores, kind="stable")[:TOP_K]]
 
 
@@ -63,9 +67,16 @@ async def _search(client: AsyncClient, namespace: str, question: Question, **ext
 
 
 async def run(
-    app: FastAPI, client: AsyncClient, questions: list[Question], *, embedder: CachingEmbedder, ablate: bool = True
+    app: FastAPI,
+    client: AsyncClient,
+    questions: list[Question],
+    *,
+    embedder: CachingEmbedder,
+    ablate: bool = True,
+    progress: Path | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Per question: its split, type and each system's ranked turn ids."""
+    """Per question: its split, type and each system's ranked turn ids (also written to
+    `progress` after each question, so an interrupted run keeps what it measured)."""
     max_chars = app.state.settings.max_content_chars
     outcomes = []
     for question in tqdm(questions, desc="LongMemEval retrieval", unit="q"):
@@ -76,7 +87,7 @@ async def run(
             with variant.applied():
                 ranked[name] = await _search(client, namespace, question, **variant.request)
         ranked["bm25"] = _bm25(question)
-        ranked["dense"] = _dense(question, embedder, max_chars=max_chars)
+        ranked["dense"] = await _dense(question, embedder, max_chars=max_chars)
         outcomes.append(
             {
                 "question_id": question.question_id,
@@ -87,6 +98,8 @@ async def run(
             }
         )
         embedder.save()
+        if progress is not None:
+            progress.write_text(json.dumps(outcomes))
     return {"questions": outcomes}
 
 

@@ -90,7 +90,7 @@ async def _run_routes(
     embedder: EmbeddingProvider,
     settings: Settings,
     cache: SearchCache,
-    window: timeframe.Window | None,
+    window: asyncio.Future[timeframe.Window | None],
 ) -> tuple[dict[str, RouteRows], np.ndarray]:
     limit = settings.search_route_candidates
     # A speaker's name matches every line they said; the speaker boost (relevance.py) uses
@@ -106,16 +106,17 @@ async def _run_routes(
         rows = await in_own_session(
             repository.vector_route, embedding=embedding, model=embedder.name, limit=limit
         )
+        named_time = await window
         in_window = (
             await in_own_session(
                 repository.time_route,
                 embedding=embedding,
                 model=embedder.name,
-                start=window.start,
-                end=window.end,
+                start=named_time.start,
+                end=named_time.end,
                 limit=limit,
             )
-            if window
+            if named_time
             else []
         )
         return rows, in_window, embedding
@@ -142,7 +143,7 @@ async def _run_routes(
         raise failed.exceptions[0] from None  # one error, which the handlers know how to answer
     vector_rows, time_rows, embedding = dense.result()
     routes = {"key": key.result(), "vector": vector_rows, "recency": recency.result(), "lexical": lexical.result()}
-    if window:
+    if window.result():
         routes["time"] = time_rows
     return routes, embedding
 
@@ -431,11 +432,12 @@ async def search(
         created_before=request.created_before,
         historical=request.as_of is not None,
     )
-    # Parsing takes a few milliseconds of CPU: off the event loop.
-    window = await asyncio.to_thread(timeframe.window, request.query, reference=reference)
+    # Reading time expressions takes a few milliseconds of CPU: in a thread, while the routes run.
+    parsing = asyncio.ensure_future(asyncio.to_thread(timeframe.window, request.query, reference=reference))
     routes, embedding = await _run_routes(
-        read_sessions, scope, request=request, embedder=embedder, settings=settings, cache=cache, window=window
+        read_sessions, scope, request=request, embedder=embedder, settings=settings, cache=cache, window=parsing
     )
+    window = parsing.result()
     # On the request's own connection: a fifth concurrent one cost more than the query (~10 ms).
     skipped = await repository.count_other_model(session, scope, model=embedder.name)
     candidates = _merge(routes)
