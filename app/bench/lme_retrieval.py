@@ -9,6 +9,7 @@ import json
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,20 @@ from app.text import lexemes
 KS = (5, 10)
 TOP_K = max(KS)
 SYSTEMS_FIRST = ("hindsight", "bm25", "dense")
+
+
+def interleaved(questions: list[Question]) -> list[Question]:
+    """The sample in an order that keeps every type and both splits advancing together (a
+    tuning question, a report question, type after type), so a run stopped early is balanced."""
+    by_type: dict[str, dict[str, list[Question]]] = defaultdict(lambda: defaultdict(list))
+    for question in questions:
+        by_type[question.question_type][question.split].append(question)
+    lanes = []
+    for splits in by_type.values():
+        tuning, report = splits["tuning"], splits["report"]
+        lane = [q for pair in zip_longest(tuning, report) for q in pair if q is not None]
+        lanes.append(lane)
+    return [q for row in zip_longest(*lanes) for q in row if q is not None]
 
 
 def recall(ranked: Sequence[str], evidence: set[str], k: int) -> tuple[float, float]:
@@ -79,7 +94,7 @@ async def run(
     `progress` after each question, so an interrupted run keeps what it measured)."""
     max_chars = app.state.settings.max_content_chars
     outcomes = []
-    for question in tqdm(questions, desc="LongMemEval retrieval", unit="q"):
+    for question in tqdm(interleaved(questions), desc="LongMemEval retrieval", unit="q"):
         namespace = f"bench:lme-r:{question.question_id}:{uuid.uuid4().hex[:6]}"
         await _write_per_message(client, namespace, question, max_chars=max_chars)
         ranked = {"hindsight": await _search(client, namespace, question)}

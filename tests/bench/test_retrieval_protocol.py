@@ -27,3 +27,21 @@ def test_an_ablation_variant_switches_its_component_off_and_back():
     with variant.applied():
         assert relevance.SESSION_LIFT == 0.0
     assert relevance.SESSION_LIFT == before
+
+
+def test_the_longmemeval_run_order_keeps_types_and_splits_together():
+    from datetime import datetime, timezone
+
+    from app.bench.longmemeval import Question, Turn
+
+    def question(question_id: str, kind: str) -> Question:
+        turn = Turn(f"{question_id}:0", "s", "user", "hi", datetime(2023, 1, 1, tzinfo=timezone.utc), True)
+        return Question(question_id, kind, "q?", (turn,))
+
+    pool = [question(f"q{n}", kind) for kind in "ab" for n in range(40)]
+    tuning = {kind: [q for q in pool if q.question_type == kind and q.split == "tuning"][:2] for kind in "ab"}
+    report = {kind: [q for q in pool if q.question_type == kind and q.split == "report"][:2] for kind in "ab"}
+    sample = tuning["a"] + report["a"] + tuning["b"] + report["b"]
+    order = lme_retrieval.interleaved(sample)
+    assert [(q.question_type, q.split) for q in order[:4]] == [("a", "tuning"), ("b", "tuning"), ("a", "report"), ("b", "report")]
+    assert sorted(q.question_id for q in order) == sorted(q.question_id for q in sample)
