@@ -23,8 +23,9 @@ KEY_MATCH_RELEVANCE = 0.9
 # far less relevant than the best cannot come back on recency and confidence alone. The
 # shortlist holds the memories at least RELEVANCE_FLOOR as relevant as the best, topped up in
 # relevance order to top_k; memories the key and recency routes bring always stay in.
-# Chosen on the tuning parts (LoCoMo conversations 1-5, the LongMemEval tuning half); see
-# README "Benchmarks" for the ablation.
+# On the tuning parts it changes nothing measured (LoCoMo .755 / LongMemEval .944 with or
+# without): it is kept as a guard, since recency is now measured at the question's reference
+# time and can reach 1 for a memory said that day whatever it says.
 RELEVANCE_FLOOR = 0.5
 # access_count at which the access part saturates.
 ACCESS_SATURATION = 50
