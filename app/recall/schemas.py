@@ -114,7 +114,8 @@ class RouteCandidate(BaseModel):
     rank: int
     raw_score: float = Field(
         description="The route's own measure: key 1.0 for a key match, vector cosine similarity, lexical text "
-        "rank, recency the memory's age in hours."
+        "rank, recency the memory's age in hours, time (when the query names a time) cosine similarity "
+        "within its window."
     )
 
 
