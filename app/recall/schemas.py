@@ -72,7 +72,7 @@ class SearchRequest(QueryScope):
     explain: StrictBool = Field(default=False, description="Report each route's candidates and why some missed the top k.")
     record_access: StrictBool = Field(
         default=True,
-        description="Count the hits as accessed (feeds recency and access in later rankings); "
+        description="Count the hits as accessed (access counts break ties in later rankings); "
         "false for read-only looks such as evaluations.",
     )
 
