@@ -81,9 +81,41 @@ def _lowercase_month(word: str) -> bool:
     return bool(_WORD.match(word)) and word in _month_names()
 
 
+_UNITS = ("year", "month", "week", "day", "fortnight", "decade", "century")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_TOKEN = re.compile(r"[^\W\d_]+")
+_DATE_NUMBER = re.compile(r"(?<![\w#])\d{1,4}(?:[-/.]\d{1,4}){0,2}(?:st|nd|rd|th)?(?!\w)")
+
+
+@lru_cache(maxsize=1)
+def _date_words() -> frozenset[str]:
+    """Every word dateparser's English data can build a date from (months, weekdays, units,
+    relative words such as yesterday or ago): a query with none of them, no digit and no CJK
+    holds no time expression, and is not handed to the parser (4-14 ms of CPU a query)."""
+    words: set[str] = set()
+    for language in LANGUAGES:
+        info = default_loader.get_locale(language).info
+        for key in (*_MONTHS, *_WEEKDAYS, *_UNITS):
+            words.update(token for name in info.get(key, []) for token in _TOKEN.findall(name.lower()))
+        # Relative words that are a date by themselves (yesterday, today); "last", "this" and
+        # "next" only count beside a unit or a name above.
+        for phrases in info.get("relative-type", {}).values():
+            words.update(phrase.lower() for phrase in phrases if _WORD.match(phrase.lower()))
+    return frozenset(words)
+
+
+def _may_hold_a_date(query: str) -> bool:
+    """Cheap: CJK text, a date-sized number (a day, a year, 5/27, 2023-05-27) or a date word."""
+    return (
+        bool(_CJK.search(query))
+        or bool(_DATE_NUMBER.search(query))
+        or not _date_words().isdisjoint(_TOKEN.findall(query.lower()))
+    )
+
+
 def window(query: str, *, reference: datetime) -> Window | None:
     """The first time expression of the query that resolves to a period, as a window."""
-    if len(query) > MAX_QUERY_CHARS:
+    if len(query) > MAX_QUERY_CHARS or not _may_hold_a_date(query):
         return None
     reference = reference.replace(microsecond=0)
     try:

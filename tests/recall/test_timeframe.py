@@ -46,3 +46,15 @@ async def test_last_saturday_prefers_that_days_memories(client: AsyncClient):
     assert "time" in a_week_after["hits"][0]["routes"]
     two_weeks_before = await search(client, query, namespace=ns, top_k=2, reference_time="2023-05-16T12:00:00+00:00", record_access=False)
     assert ids(two_weeks_before) == [alex["id"], sam["id"]]
+
+
+def test_a_query_without_date_words_never_reaches_the_parser(monkeypatch):
+    from app.recall import timeframe
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(timeframe, "search_dates", refuse)
+    assert window("What is the user's favourite drink? Order #817970", reference=TUESDAY) is None
+    monkeypatch.undo()
+    assert window("What did I order on 5/27?", reference=TUESDAY) is not None
