@@ -15,8 +15,9 @@ $(INSTALLED): pyproject.toml constraints.txt
 install: $(INSTALLED)
 
 # In the foreground until Ctrl-C (or SIGTERM to the API): the gateway calls the API started here.
+# WORKERS=N serves N API processes on the port; the first process migrates once before they start.
 run: install
-	@$(PY) -m app serve & api=$$!; \
+	@$(PY) -m app serve $(if $(WORKERS),--workers $(WORKERS)) & api=$$!; \
 	$(PY) -m app.gateway --api-url "$$($(PY) -m app api-url)" & gateway=$$!; \
 	trap 'kill $$api $$gateway 2>/dev/null' INT TERM EXIT; \
 	wait $$api
@@ -28,9 +29,10 @@ test: install
 bench: install
 	$(PY) -m app.bench $(if $(DATA),--data $(DATA))
 
-# N clients against the real service on its own database; FAULT=1 kills PostgreSQL mid-run.
+# N clients against the real service on its own database; FAULT=1 kills PostgreSQL mid-run;
+# WORKERS=N runs the same load against one API process, then N on the same database.
 load: install
-	$(PY) -m app.bench.load $(if $(CLIENTS),--clients $(CLIENTS)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(FAULT),--fault)
+	$(PY) -m app.bench.load $(if $(CLIENTS),--clients $(CLIENTS)) $(if $(SECONDS),--seconds $(SECONDS)) $(if $(FAULT),--fault) $(if $(WORKERS),--workers $(WORKERS))
 
 # schemathesis against the running service's OpenAPI schema; SEED, EXAMPLES (per operation) and SCENARIOS (stateful) vary the run.
 fuzz: install

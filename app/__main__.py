@@ -1,17 +1,19 @@
-"""Command line: `python -m app serve` (what `make run` and the container start), `migrate`, and the
+"""Command line: `python -m app serve` (what `make run` and the container start), `migrate` (run
+once before serving several processes; `serve` also migrates unless told it was done), and the
 maintenance and import commands (`--help` lists them)."""
 
 import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
 
 from app.core.database import DatabaseUnreachable, probe, resolve_database_url
 from app.core.logging import configure_logging
-from app.core.migrations import upgrade_to_head
+from app.core.migrations import head_revision, upgrade_to_head
 from app.core.settings import settings
 
 logger = logging.getLogger("hindsight")
@@ -19,11 +21,10 @@ logger = logging.getLogger("hindsight")
 
 def _migrate(*, staging: bool = False) -> str:
     """Migrations, then the vector columns' dimension from settings (`staging`: re-embedding
-    into new columns is what this process is for)."""
+    into new columns is what this process is for), one process at a time."""
     url = resolve_database_url(settings)
     asyncio.run(probe(settings, url))
-    upgrade_to_head(url)
-    asyncio.run(_settle_dimension(url, staging=staging))
+    upgrade_to_head(url, then=lambda: asyncio.run(_settle_dimension(url, staging=staging)))
     return url
 
 
@@ -63,7 +64,7 @@ async def _checkup(*, dry_run: bool):
 
     engine = create_engine(settings, resolve_database_url(settings))
     try:
-        return await checkup(create_sessionmaker(engine), settings=settings, dry_run=dry_run)
+        return await checkup(create_sessionmaker(engine), engine, settings=settings, dry_run=dry_run)
     finally:
         await engine.dispose()
 
@@ -106,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="migrate the database, then serve the API")
     serve.add_argument("--host", default=settings.host)
     serve.add_argument("--port", type=int, default=settings.port)
-    commands.add_parser("migrate", help="apply pending migrations and exit")
+    serve.add_argument("--workers", type=int, default=settings.workers, help="API processes sharing the port (HINDSIGHT_WORKERS)")
+    serve.add_argument("--no-migrate", action="store_true", help="the database was migrated already (`migrate`): only check it")
+    commands.add_parser("migrate", help="apply pending migrations, one process at a time, and exit")
     commands.add_parser("api-url", help="print where this configuration's API answers (what `make run` gives the gateway)")
     commands.add_parser("worker", help="process deferred revisions (HINDSIGHT_REVISION_MODE=async)")
     checkup = commands.add_parser("checkup", help="archive expired and long-superseded memories, report health")
@@ -122,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "reembed" and args.batch < 1:
         parser.error("--batch must be at least 1")
+    if args.command == "serve" and args.workers < 1:
+        parser.error("--workers must be at least 1")
 
     configure_logging(settings.log_level, settings.log_format)
     _stop_quietly()
@@ -130,10 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     from app.maintenance.dimension import DimensionMismatch
 
     try:
-        _migrate(staging=args.command == "reembed")
+        if args.command == "serve" and args.no_migrate:
+            url = resolve_database_url(settings)
+            asyncio.run(probe(settings, url))
+        else:
+            url = _migrate(staging=args.command == "reembed")
     except (DatabaseUnreachable, DimensionMismatch) as error:
         logger.error("%s", error)
         return 1
+    if args.command == "migrate":
+        logger.info("the database is at migration %s", head_revision())
     if args.command == "worker":
         asyncio.run(_work())
     if args.command == "checkup":
@@ -148,9 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if report["refused_lines"] else 0
     if args.command == "serve":
         from app.core import server
-        from app.main import create_app
 
-        server.run(create_app(settings), settings=settings, host=args.host, port=args.port)
+        if args.workers > 1 and not settings.database_url:
+            # The workers use the embedded server this process started (and stops with it).
+            os.environ["HINDSIGHT_DATABASE_URL"] = url
+        server.run(settings=settings, host=args.host, port=args.port, workers=args.workers)
     return 0
 
 

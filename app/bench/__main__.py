@@ -1,5 +1,6 @@
 """`make bench`: LoCoMo retrieval (with BM25 and dense baselines), search latency at scale,
-and write throughput. Results go to a JSON file and a short table on stdout."""
+write throughput, and the write path against baselines measured in the same run (ingest).
+Results go to a JSON file and a short table on stdout."""
 
 import argparse
 import asyncio
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from app.bench import conversations as conversation_suite
-from app.bench import harness, latency, lme_retrieval, locomo, longmemeval, retrieval, updates
+from app.bench import harness, ingest, latency, lme_retrieval, locomo, longmemeval, retrieval, updates
 from app.core.migrations import scratch_database
 from app.core.settings import settings
 from app.recall.cache import SearchCache
@@ -41,8 +42,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__)
     parser.add_argument(
         "--suites",
-        default="locomo,longmemeval,updates,latency,conversations",
-        help="comma list of: locomo, longmemeval (retrieval), updates, latency, conversations",
+        default="locomo,longmemeval,updates,latency,conversations,ingest",
+        help="comma list of: locomo, longmemeval (retrieval), updates, latency, conversations, ingest",
     )
     parser.add_argument(
         "--data",
@@ -68,6 +69,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="10000,100000", help="memories per latency run")
     parser.add_argument("--queries", type=int, default=500, help="searches per latency run")
     parser.add_argument("--writes", type=int, default=500, help="memories written to measure write throughput")
+    parser.add_argument("--ingest-sizes", default="1000,10000", help="memories already in the namespace per ingest run")
+    parser.add_argument("--ingest-items", type=int, default=300, help="memories written per ingest run")
+    parser.add_argument("--import-items", type=int, default=500, help="memories in the bulk import searches run beside")
     parser.add_argument("--longmemeval", type=Path, default=None, help=f"default: <data>/{NEEDS['longmemeval'][0]}")
     parser.add_argument(
         "--lme-per-type", type=int, default=4, help="LongMemEval questions per question type (half tuning, half report)"
@@ -118,7 +122,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         looked = "" if args.data else f" (looked in {', '.join(str(path) for path in candidates)})"
         parser.error(
             f"bench data not found: {', '.join(missing)}{looked}. Pass --data DIR (make bench DATA=DIR) with "
-            f"{_listed(NEEDS['locomo'] + NEEDS['updates'] + NEEDS['longmemeval'])}, or run --suites latency, which needs none."
+            f"{_listed(NEEDS['locomo'] + NEEDS['updates'] + NEEDS['longmemeval'])}, or run --suites latency,ingest, which need none."
         )
     return args
 
@@ -299,7 +303,7 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
         real_embedder, real_cache = app.state.embedder, app.state.search_cache
         if {"locomo", "longmemeval"} & suites:
             # Each ablation variant repeats a search: none may be answered from the cache.
-            app.state.search_cache = SearchCache(ttl_seconds=0, max_entries=0)
+            app.state.search_cache = SearchCache(ttl_seconds=0, max_bytes=0)
         if "locomo" in suites:
             conversations = locomo.load(args.locomo)[: args.conversations]
             app.state.embedder = caching = conversation_suite.CachingEmbedder(real_embedder, path=args.locomo_embedding_cache)
@@ -359,6 +363,16 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
                 "updates_replay": replay,
             }
             tables.append(_conversations_tables(summary, budgets, replay))
+        if "ingest" in suites:
+            runs = [
+                await ingest.ingest(app, client, prefilled=int(size), items=args.ingest_items, batch=100, seed=21)
+                for size in args.ingest_sizes.split(",")
+            ]
+            searches = await ingest.search_during_import(
+                app, client, prefilled=1_000, import_items=args.import_items, idle_searches=60, interval=0.2, seed=23
+            )
+            results["ingest"] = {"runs": [run.as_dict() for run in runs], "search_during_import": searches}
+            tables.append(ingest.table(runs, searches))
     return results, tables
 
 

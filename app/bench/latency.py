@@ -118,8 +118,7 @@ async def _import(app: FastAPI, namespace: str, count: int, seed: int) -> float:
                 await repository.insert_many(session, rows)
             progress.update(size)
     rate = count / (time.perf_counter() - began)
-    async with app.state.sessionmaker.begin() as session:
-        await retune_vector_index(session)
+    await retune_vector_index(app.state.engine)
     # What an operator runs after a bulk import; otherwise autovacuum does it mid-measurement.
     async with app.state.engine.connect() as connection:
         await connection.execution_options(isolation_level="AUTOCOMMIT")

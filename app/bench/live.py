@@ -46,8 +46,9 @@ def _wait_ready(base_url: str, process: subprocess.Popen, log_path: Path, timeou
 
 
 @contextmanager
-def live_service(extra_env: dict[str, str] | None = None) -> Iterator[LiveService]:
-    """Start `python -m app serve` against a fresh migrated database; stop both afterwards."""
+def live_service(extra_env: dict[str, str] | None = None, *, workers: int = 1) -> Iterator[LiveService]:
+    """Start `python -m app serve` (`workers` processes on one port) against a fresh migrated
+    database; stop both afterwards."""
     workdir = Path(tempfile.mkdtemp(prefix="hindsight-live-"))
     database = EmbeddedPostgres(workdir, keep_data=False)
     url = scratch_database(database.uri, purpose="live")
@@ -61,7 +62,7 @@ def live_service(extra_env: dict[str, str] | None = None) -> Iterator[LiveServic
     }
     log_path = workdir / "service.log"
     with log_path.open("w") as log:
-        command = [sys.executable, "-m", "app", "serve", "--port", str(port)]
+        command = [sys.executable, "-m", "app", "serve", "--port", str(port), "--workers", str(workers)]
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
         base_url = f"http://127.0.0.1:{port}"
         try:

@@ -54,6 +54,9 @@ REQUEST_TIMEOUT_SECONDS = 20.0
 OUTAGE_SECONDS = 4.0
 READ_BACK_TIMEOUT_SECONDS = 120.0
 READ_BACK_CONCURRENCY = 16
+# After the run: this many searches sent at once (the issue's burst); at most 5% may answer 503.
+BURST_SEARCHES = 200
+BURST_MAX_UNAVAILABLE = 0.05
 TRANSPORT_BACKOFF_SECONDS = 0.5
 # A 503 without Retry-After: try again in a second.
 DEFAULT_RETRY_AFTER_SECONDS = 1.0
@@ -305,7 +308,41 @@ async def _load(
             details = await read_back(http, baseline.acknowledged + run.acknowledged)
         except TimeoutError:
             details = None
-    return _results(run, baseline, elapsed=elapsed, outage=outage, details=details, fault=fault)
+    results = _results(run, baseline, elapsed=elapsed, outage=outage, details=details, fault=fault)
+    if not fault:
+        results["burst"] = burst = await search_burst(base_url, BURST_SEARCHES)
+        if burst["other"]:
+            results["failures"].append(f"{burst['other']} of {BURST_SEARCHES} concurrent searches failed otherwise than 503")
+        if burst["unavailable_503"] > BURST_MAX_UNAVAILABLE * BURST_SEARCHES:
+            results["failures"].append(f"{burst['unavailable_503']} of {BURST_SEARCHES} concurrent searches answered 503")
+    return results
+
+
+async def search_burst(base_url: str, count: int) -> dict[str, Any]:
+    """`count` distinct searches sent at once (none answered from the cache): how many were
+    answered, how many 503, and the slowest."""
+    questions = Phrasebook(random.Random(count))
+    limits = httpx.Limits(max_connections=count)
+    async with httpx.AsyncClient(base_url=base_url, timeout=REQUEST_TIMEOUT_SECONDS * 3, limits=limits) as http:
+
+        async def one(number: int) -> tuple[int | None, float]:
+            began = time.perf_counter()
+            body = {"query": f"{questions.question()} ({number})", "namespace": NAMESPACES[number % len(NAMESPACES)]}
+            try:
+                response = await http.post("/v1/memories/search", json=body)
+            except httpx.TransportError:
+                return None, time.perf_counter() - began
+            return response.status_code, time.perf_counter() - began
+
+        answers = await asyncio.gather(*(one(number) for number in range(count)))
+    statuses = Counter(status for status, _ in answers)
+    return {
+        "searches": count,
+        "ok": statuses[200],
+        "unavailable_503": statuses[503],
+        "other": count - statuses[200] - statuses[503],
+        "slowest_seconds": round(max(seconds for _, seconds in answers), 2),
+    }
 
 
 def _ratio(loaded: float, single: float) -> float | None:
@@ -382,6 +419,12 @@ def _report(results: dict[str, Any]) -> str:
             f"{outage['first_success_after_restart_seconds']} s after the restart "
             f"({outage['service_unavailable_seconds']} s after the kill)"
         )
+    if burst := results.get("burst"):
+        lines.append(
+            f"{burst['searches']} searches at once: {burst['ok']} answered, {burst['unavailable_503']} answered 503 "
+            f"({100 * burst['unavailable_503'] / burst['searches']:.1f}%), {burst['other']} other, the slowest in "
+            f"{burst['slowest_seconds']} s"
+        )
     lines.append("FAILED: " + "; ".join(results["failures"]) if results["failures"] else "PASSED")
     return "\n".join(lines)
 
@@ -392,8 +435,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=30.0, help="how long the clients send requests")
     parser.add_argument("--baseline-seconds", type=float, default=10.0, help="one client first, for comparison")
     parser.add_argument("--fault", action="store_true", help="kill PostgreSQL a third of the way in, then restart it")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="N > 1: the same load against 1 API process, then N on one database"
+    )
     parser.add_argument("--out", type=Path, default=None, help="default: bench-results/load.json (load-fault.json)")
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
     if args.clients < 1 or args.seconds <= 0 or args.baseline_seconds <= 0:
         parser.error("--clients must be at least 1, --seconds and --baseline-seconds positive")
     if args.fault and args.seconds < 3 * OUTAGE_SECONDS:
@@ -401,14 +449,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parse(argv)
-    out = args.out or Path("bench-results") / ("load-fault.json" if args.fault else "load.json")
-    with live_service() as service:
+def _run_against(args: argparse.Namespace, *, workers: int) -> dict[str, Any]:
+    with live_service(workers=workers) as service:
         outage = ", with an outage" if args.fault else ""
         print(
             f"1 client for {args.baseline_seconds:g} s, then {args.clients} for {args.seconds:g} s "
-            f"against {service.base_url}{outage}"
+            f"against {service.base_url} ({workers} API process{'es' if workers > 1 else ''}){outage}"
         )
         results = asyncio.run(
             _load(
@@ -420,18 +466,33 @@ def main(argv: list[str] | None = None) -> int:
                 fault=args.fault,
             )
         )
+        print(_report(results))
+        if results["other_5xx"]:
+            print(f"service log: {service.log_path}")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    out = args.out or Path("bench-results") / ("load-fault.json" if args.fault else "load.json")
+    results = _run_against(args, workers=1)
+    if args.workers > 1:
+        # The same load against N processes sharing one database, read against one process.
+        several = _run_against(args, workers=args.workers)
+        ratio = _ratio(several["requests_per_second"], results["requests_per_second"])
+        print(f"{args.workers} API processes against 1: throughput {ratio}x")
+        results = {**several, "one_process": results, "workers": args.workers, "vs_one_process": {"requests_per_second": ratio}}
+        results["failures"] = several["failures"] + [f"with 1 process: {reason}" for reason in results["one_process"]["failures"]]
     results["config"] = {
         "clients": args.clients,
         "seconds": args.seconds,
         "baseline_seconds": args.baseline_seconds,
         "fault": args.fault,
+        "workers": args.workers,
         "mix": MIX,
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
     }
-    print(_report(results))
-    if results["other_5xx"]:
-        print(f"service log: {service.log_path}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"results in {out}")

@@ -4,7 +4,7 @@ from app.context import service
 from app.context.schemas import ContextRequest, ContextResponse
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
-from app.core.dependencies import EmbedderDep, ReadSessionsDep, SettingsDep
+from app.core.dependencies import EmbedderDep, ReadsDep, SessionsDep, SettingsDep
 from app.recall.router import SearchCacheDep
 
 router = APIRouter(prefix="/v1/context", tags=["context"])
@@ -16,7 +16,8 @@ async def build_context(
     session: SessionDep,
     embedder: EmbedderDep,
     settings: SettingsDep,
-    read_sessions: ReadSessionsDep,
+    reads: ReadsDep,
+    sessions: SessionsDep,
     cache: SearchCacheDep,
     access: AccessDep,
     background: BackgroundTasks,
@@ -29,7 +30,8 @@ async def build_context(
         request=body,
         embedder=embedder,
         settings=settings,
-        read_sessions=read_sessions,
+        reads=reads,
+        sessions=sessions,
         cache=cache,
         after_answer=background.add_task,
     )

@@ -9,6 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.context import packing
 from app.context.packing import Candidate
 from app.context.schemas import ContextPart, ContextRequest, ContextResponse, Replaced
+from app.core.dependencies import Sessions
+from app.core.replica import Reads
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
 from app.memories import repository as memories
@@ -64,7 +66,8 @@ async def _memories(
     exclude: set[str],
     embedder: EmbeddingProvider,
     settings: Settings,
-    read_sessions: recall.ReadSessions,
+    reads: Reads,
+    sessions: Sessions,
     cache: SearchCache,
     after_answer: Callable[..., None],
 ) -> list[Candidate]:
@@ -80,7 +83,8 @@ async def _memories(
             request=search,
             embedder=embedder,
             settings=settings,
-            read_sessions=read_sessions,
+            reads=reads,
+            sessions=sessions,
             cache=cache,
             after_answer=after_answer,
         )
@@ -148,7 +152,8 @@ async def build(
     request: ContextRequest,
     embedder: EmbeddingProvider,
     settings: Settings,
-    read_sessions: recall.ReadSessions,
+    reads: Reads,
+    sessions: Sessions,
     cache: SearchCache,
     after_answer: Callable[..., None],
 ) -> ContextResponse:
@@ -162,7 +167,8 @@ async def build(
         exclude=in_working,
         embedder=embedder,
         settings=settings,
-        read_sessions=read_sessions,
+        reads=reads,
+        sessions=sessions,
         cache=cache,
         after_answer=after_answer,
     )
@@ -180,7 +186,7 @@ async def build(
         )
         used_memories = [candidate.payload["hit"].memory.id for candidate in chosen if candidate.kind == "memory"]
         if used_memories:
-            after_answer(recall.count_access, read_sessions, used_memories, at=now)
+            after_answer(recall.count_access, sessions, used_memories, at=now)
     omitted = {
         kind: sum(c.kind == kind for c in candidates) - sum(c.kind == kind for c in chosen) for kind in packing.SECTIONS
     }

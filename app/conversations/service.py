@@ -26,7 +26,7 @@ from app.memories import records
 from app.memories import repository as memories
 from app.memories.sensitive import find_sensitive
 from app.models import Job
-from app.recall.cache import mark_written
+from app.namespaces.tracking import mark_written
 from app.recall.lexical import lexemes
 from app.working import service as working
 

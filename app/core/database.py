@@ -26,6 +26,11 @@ def asyncpg_url(url: str) -> str:
     return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
 
 
+def libpq_url(url: str) -> str:
+    """The same server as libpq (psycopg) spells it."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def resolve_database_url(settings: Settings) -> str:
     """The configured server's URL, or the embedded server's (started on demand)."""
     if settings.database_url:
@@ -111,6 +116,20 @@ def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
+# Request scope keys: what must run in the request's last transaction before it commits (an
+# Idempotency-Key marked applied with it), and whether that commit happened.
+BEFORE_COMMIT = "hindsight.before_commit"
+COMMITTED = "hindsight.committed"
+
+
+async def commit_request(request: Request, session: AsyncSession) -> None:
+    """Commit the request's transaction, with what must commit in it."""
+    for hook in request.scope.get(BEFORE_COMMIT, ()):
+        await hook(session)
+    await session.commit()
+    request.scope[COMMITTED] = True
+
+
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
     """One session per request: committed on success, rolled back on error."""
     async with request.app.state.sessionmaker() as session:
@@ -120,7 +139,7 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
             await session.rollback()
             raise
         else:
-            await session.commit()
+            await commit_request(request, session)
 
 
 # "function" scope commits before the response leaves, so a client never reads ahead of a commit.

@@ -8,6 +8,8 @@ from fastapi import Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from app.core.background import Background
+from app.core.replica import Reads
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
 
@@ -29,16 +31,29 @@ def get_sessionmaker(request: Request) -> async_sessionmaker[AsyncSession]:
     return request.app.state.sessionmaker
 
 
-def get_read_sessions(request: Request) -> Callable[[], AbstractAsyncContextManager[AsyncSession]]:
-    """Opens extra sessions, for work that runs concurrently with the request's own."""
-    return request.app.state.read_sessions
+# Sessions on the primary beside the request's own: work after the answer (counting access).
+Sessions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
+
+
+def get_sessions(request: Request) -> Sessions:
+    return request.app.state.sessions
+
+
+def get_reads(request: Request) -> Reads:
+    return request.app.state.reads
+
+
+def get_background(request: Request) -> Background:
+    return request.app.state.background
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 EmbedderDep = Annotated[EmbeddingProvider, Depends(get_embedder)]
 EngineDep = Annotated[AsyncEngine, Depends(get_engine)]
 SessionmakerDep = Annotated[async_sessionmaker[AsyncSession], Depends(get_sessionmaker)]
-ReadSessionsDep = Annotated[Callable[[], AbstractAsyncContextManager[AsyncSession]], Depends(get_read_sessions)]
+SessionsDep = Annotated[Sessions, Depends(get_sessions)]
+ReadsDep = Annotated[Reads, Depends(get_reads)]
+BackgroundDep = Annotated[Background, Depends(get_background)]
 
 
 def recent_limit(

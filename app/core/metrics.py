@@ -16,6 +16,14 @@ JUDGE_FALLBACKS = Counter(
     "hindsight_judge_fallbacks_total", "Judgements the rule judge made because the LLM gave no usable answer."
 )
 WRITE_RATE_FLAGS = Counter("hindsight_write_rate_flags_total", "Sessions flagged for writing faster than the threshold.")
+REPLICA_READS = Counter(
+    "hindsight_search_reads_total", "Searches by where they read: the replica, or the primary it had not caught up with.", ["served_by"]
+)
+ADMISSION_WAIT_SECONDS = Histogram(
+    "hindsight_admission_wait_seconds", "Time requests waited for a database slot, by lane.", ["lane"]
+)
+ADMISSION_REFUSED = Counter("hindsight_admission_refused_total", "Requests answered 503 after waiting too long for a slot.", ["lane"])
+IDEMPOTENT_REPLAYS = Counter("hindsight_idempotent_replays_total", "Requests answered with the stored answer to their Idempotency-Key.")
 EMBEDDING_SECONDS = Histogram("hindsight_embedding_duration_seconds", "Embedding calls, passages or query.", ["kind"])
 # The MCP gateway is its own process and serves only its own series.
 GATEWAY_REGISTRY = CollectorRegistry()

@@ -1,8 +1,12 @@
 """Run alembic from code, and tell whether the database is at the latest revision."""
 
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+
+import psycopg
 
 from alembic import command
 from alembic.config import Config
@@ -10,7 +14,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.core.database import asyncpg_url
+from app.core.database import asyncpg_url, libpq_url
 from app.core.embedded import start_embedded_postgres
 
 ALEMBIC_INI = Path(__file__).resolve().parents[2] / "alembic.ini"
@@ -23,9 +27,29 @@ def alembic_config(url: str) -> Config:
     return config
 
 
-def upgrade_to_head(url: str) -> None:
-    """Apply every pending migration (sync: call it before the event loop starts)."""
-    command.upgrade(alembic_config(url), "head")
+# Held by whichever process migrates, so API replicas starting together take turns: the first
+# migrates, the others find the database at head.
+MIGRATION_LOCK = "hashtextextended('hindsight.migrations', 0)"
+
+
+@contextmanager
+def migration_lock(url: str) -> Iterator[None]:
+    """PostgreSQL's session advisory lock for migrations, held for the block (sync)."""
+    with psycopg.connect(libpq_url(url), autocommit=True) as connection:
+        connection.execute(f"SELECT pg_advisory_lock({MIGRATION_LOCK})")
+        try:
+            yield
+        finally:
+            connection.execute(f"SELECT pg_advisory_unlock({MIGRATION_LOCK})")
+
+
+def upgrade_to_head(url: str, *, then: Callable[[], None] | None = None) -> None:
+    """Apply every pending migration, and `then` what else must not run twice at once (the vector
+    columns' dimension), under the migration lock (sync: call it before the event loop starts)."""
+    with migration_lock(url):
+        command.upgrade(alembic_config(url), "head")
+        if then is not None:
+            then()
 
 
 def scratch_database(database_url: str | None, *, purpose: str) -> str:

@@ -7,6 +7,7 @@ import random
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.core.asgi import read_body, replaying
 from app.core.errors import LOST_TO_CONFLICT
 
 
@@ -19,12 +20,7 @@ class RetryOnConflictMiddleware:
         if scope["type"] != "http" or self.retries == 0:
             await self.app(scope, receive, send)
             return
-        body: list[Message] = []
-        while not body or body[-1].get("more_body", False):
-            message = await receive()
-            body.append(message)
-            if message["type"] != "http.request":  # the client left: nothing to run again
-                break
+        body = await read_body(receive)
         for attempt in range(self.retries + 1):
             scope.pop(LOST_TO_CONFLICT, None)
             answer = await self._attempt(scope, body, receive, send, last=attempt == self.retries)
@@ -34,11 +30,7 @@ class RetryOnConflictMiddleware:
 
     async def _attempt(self, scope: Scope, body: list[Message], receive: Receive, send: Send, *, last: bool) -> str:
         """Run the app once; "sent" if its answer went out, "retry" if it was held back."""
-        pending = list(body)
         held = False
-
-        async def replay() -> Message:
-            return pending.pop(0) if pending else await receive()
 
         async def send_unless_lost(message: Message) -> None:
             nonlocal held
@@ -47,5 +39,5 @@ class RetryOnConflictMiddleware:
             if not held:
                 await send(message)
 
-        await self.app(scope, replay, send_unless_lost)
+        await self.app(scope, replaying(body, receive), send_unless_lost)
         return "retry" if held else "sent"

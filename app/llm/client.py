@@ -3,17 +3,12 @@ schema check. Every exchange keeps the full prompt and the raw answer for the lo
 
 import asyncio
 import json
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
+import litellm
 from pydantic import BaseModel, ValidationError
-
-# Never fetch the model cost map over the network: this service must run offline.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-import litellm  # noqa: E402  (the variable above must be set before the import)
 
 Answer = TypeVar("Answer", bound=BaseModel)
 Item = TypeVar("Item")

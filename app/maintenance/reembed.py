@@ -13,7 +13,7 @@ from app.embeddings.provider import EmbeddingProvider
 from app.maintenance import repository
 from app.maintenance.repository import Embedded
 from app.models import Memory, Reflection
-from app.recall.cache import mark_written
+from app.namespaces.tracking import mark_written
 
 EMBEDDED: tuple[Embedded, ...] = (Memory, Reflection)
 

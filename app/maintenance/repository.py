@@ -8,6 +8,7 @@ from uuid import UUID
 import numpy as np
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import ColumnElement, Row, and_, bindparam, exists, func, or_, select, text, update
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from app.models import Memory, MemoryRelation, Reflection, RevisionLog
@@ -15,22 +16,59 @@ from app.models import Memory, MemoryRelation, Reflection, RevisionLog
 VECTOR_INDEX = "ix_memories_embedding"
 
 
-async def count_embedded(session: AsyncSession) -> int:
-    return int(await session.scalar(select(func.count()).select_from(Memory).where(Memory.embedding.is_not(None))) or 0)
+async def count_embedded(connection: AsyncConnection) -> int:
+    return int(await connection.scalar(select(func.count()).select_from(Memory).where(Memory.embedding.is_not(None))) or 0)
 
 
-async def vector_index_lists(session: AsyncSession) -> int:
-    options = await session.scalar(
+async def vector_index_lists(connection: AsyncConnection) -> int:
+    options = await connection.scalar(
         text("SELECT reloptions FROM pg_class WHERE relname = :name"), {"name": VECTOR_INDEX}
     )
     settings = dict(option.split("=", 1) for option in options or [])
     return int(settings.get("lists", 100))
 
 
-async def rebuild_vector_index(session: AsyncSession, *, lists: int) -> None:
-    """ivfflat clusters are fixed at build time: a new list count needs a rebuild."""
-    await session.execute(text(f"ALTER INDEX {VECTOR_INDEX} SET (lists = {int(lists)})"))
-    await session.execute(text(f"REINDEX INDEX {VECTOR_INDEX}"))
+# Taken for the connection's session (not a transaction: REINDEX CONCURRENTLY runs outside one).
+_REBUILD_LOCK = "hashtextextended('hindsight.vector-index-rebuild', 0)"
+
+
+async def rebuild_vector_index(connection: AsyncConnection, *, lists: int) -> bool:
+    """ivfflat clusters are fixed at build time: a new list count needs a rebuild. On an
+    autocommit connection: the new list count is set (a catalog change, which waits at most
+    2 s for the index, so it never holds writers in line behind it for longer), then the index
+    is rebuilt beside the old one and swapped in (REINDEX CONCURRENTLY), with no statement
+    timeout. False if another process is rebuilding."""
+    if not await connection.scalar(text(f"SELECT pg_try_advisory_lock({_REBUILD_LOCK})")):
+        return False
+    try:
+        await connection.execute(text("SET lock_timeout = '2s'"))
+        await connection.execute(text(f"ALTER INDEX {VECTOR_INDEX} SET (lists = {int(lists)})"))
+        await connection.execute(text("SET lock_timeout = 0"))
+        await connection.execute(text("SET statement_timeout = 0"))
+        try:
+            await connection.execute(text(f"REINDEX INDEX CONCURRENTLY {VECTOR_INDEX}"))
+        except DBAPIError:
+            await _drop_unfinished_copies(connection)
+            raise
+        return True
+    finally:
+        await connection.execute(text("RESET lock_timeout"))
+        await connection.execute(text("RESET statement_timeout"))
+        await connection.execute(text(f"SELECT pg_advisory_unlock({_REBUILD_LOCK})"))
+
+
+async def _drop_unfinished_copies(connection: AsyncConnection) -> None:
+    """A REINDEX CONCURRENTLY that failed leaves its unfinished copy (`..._ccnew`) behind, which
+    every write would keep up to date for nothing."""
+    leftovers = await connection.scalars(
+        text(
+            "SELECT c.relname FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+            "WHERE NOT i.indisvalid AND c.relname LIKE :pattern"
+        ),
+        {"pattern": f"{VECTOR_INDEX}_ccnew%"},
+    )
+    for name in leftovers.all():
+        await connection.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'))
 
 
 def _expired(now: datetime) -> ColumnElement[bool]:

@@ -3,8 +3,8 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query
 
 from app.core.auth import AccessDep
-from app.core.database import SessionDep
-from app.core.dependencies import EmbedderDep, SessionmakerDep, SettingsDep
+from app.core.dependencies import EmbedderDep, EngineDep, SessionmakerDep, SettingsDep
+from app.idempotency.middleware import IDEMPOTENT
 from app.maintenance import service
 from app.maintenance.reembed import ReembedReport, reembed
 from app.maintenance.schemas import DryRunOptions, ReembedOptions, option
@@ -16,18 +16,19 @@ DryRunBody = Annotated[DryRunOptions | None, Body()]
 DryRunQuery = Annotated[bool | None, Query(description="The same as the body's `dry_run`.")]
 
 
-@router.post("/vector-index", response_model=VectorIndexReport)
+@router.post("/vector-index", response_model=VectorIndexReport, dependencies=[IDEMPOTENT])
 async def retune_vector_index(
-    session: SessionDep, access: AccessDep, options: DryRunBody = None, dry_run: DryRunQuery = None
+    engine: EngineDep, access: AccessDep, options: DryRunBody = None, dry_run: DryRunQuery = None
 ) -> VectorIndexReport:
     """Re-tune the ivfflat index to about sqrt(rows) lists, rebuilding it when far off."""
     access.check(None)  # the index serves every namespace
-    return await service.retune_vector_index(session, dry_run=option("dry_run", options, dry_run, False))
+    return await service.retune_vector_index(engine, dry_run=option("dry_run", options, dry_run, False))
 
 
-@router.post("/checkup", response_model=CheckupReport)
+@router.post("/checkup", response_model=CheckupReport, dependencies=[IDEMPOTENT])
 async def checkup(
     sessions: SessionmakerDep,
+    engine: EngineDep,
     settings: SettingsDep,
     access: AccessDep,
     options: DryRunBody = None,
@@ -36,10 +37,10 @@ async def checkup(
     """Archive expired and long-superseded memories (never delete), report false-trigger rates,
     orphans and embedding-model mismatches, re-tune the vector index; `dry_run` changes nothing."""
     access.check(None)  # the checkup covers every namespace
-    return await service.checkup(sessions, settings=settings, dry_run=option("dry_run", options, dry_run, False))
+    return await service.checkup(sessions, engine, settings=settings, dry_run=option("dry_run", options, dry_run, False))
 
 
-@router.post("/reembed", response_model=ReembedReport)
+@router.post("/reembed", response_model=ReembedReport, dependencies=[IDEMPOTENT])
 async def reembed_memories(
     sessions: SessionmakerDep,
     embedder: EmbedderDep,

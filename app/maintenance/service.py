@@ -5,11 +5,12 @@ import math
 from datetime import datetime, timedelta, timezone
 
 from pydantic import BaseModel, Field
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.core.settings import Settings
 from app.maintenance import repository
 from app.memories import repository as memories
+from app.namespaces import repository as namespaces
 
 
 class VectorIndexReport(BaseModel):
@@ -24,14 +25,19 @@ def ideal_lists(rows: int) -> int:
     return max(1, round(math.sqrt(rows)) if rows <= 1_000_000 else rows // 1000)
 
 
-async def retune_vector_index(session: AsyncSession, *, dry_run: bool = False) -> VectorIndexReport:
-    """Rebuild the ivfflat index when its list count is off by more than half from ideal."""
-    rows = await repository.count_embedded(session)
-    before = await repository.vector_index_lists(session)
-    target = ideal_lists(rows)
-    rebuild = not dry_run and not (target / 1.5 <= before <= target * 1.5)
-    if rebuild:
-        await repository.rebuild_vector_index(session, lists=target)
+async def retune_vector_index(engine: AsyncEngine, *, dry_run: bool = False) -> VectorIndexReport:
+    """Rebuild the ivfflat index when its list count is off by more than half from ideal. The
+    rebuild runs outside any transaction (REINDEX CONCURRENTLY): writes and searches go on
+    meanwhile, and no statement timeout cuts a large table's rebuild short. One process
+    rebuilds at a time; another asking meanwhile reports no rebuild."""
+    async with engine.connect() as connection:
+        await connection.execution_options(isolation_level="AUTOCOMMIT")
+        rows = await repository.count_embedded(connection)
+        before = await repository.vector_index_lists(connection)
+        target = ideal_lists(rows)
+        rebuild = not dry_run and not (target / 1.5 <= before <= target * 1.5)
+        if rebuild:
+            rebuild = await repository.rebuild_vector_index(connection, lists=target)
     return VectorIndexReport(rows=rows, lists_before=before, lists_after=target if rebuild else before, rebuilt=rebuild)
 
 
@@ -49,6 +55,9 @@ class CheckupReport(BaseModel):
     orphans: int = Field(description="Active memories with no relations and no access for the configured idle days.")
     embedding_mismatches: int = Field(description="Memories embedded with another model than the configured one.")
     vector_index: VectorIndexReport
+    namespaces_forgotten: int = Field(
+        default=0, description="Namespaces holding no memory any more whose shared state (cache generation, counters) was dropped."
+    )
 
 
 async def _archive(
@@ -75,7 +84,7 @@ async def _archive(
 
 
 async def checkup(
-    sessions: async_sessionmaker[AsyncSession], *, settings: Settings, dry_run: bool
+    sessions: async_sessionmaker[AsyncSession], engine: AsyncEngine, *, settings: Settings, dry_run: bool
 ) -> CheckupReport:
     """The health check: archive what is expired or long superseded, report how the
     triggers fare, orphans and embedding-model mismatches, and re-tune the vector index."""
@@ -89,7 +98,8 @@ async def checkup(
         }
         orphans = await repository.count_orphans(session, idle_since=now - timedelta(days=settings.checkup_idle_days))
         mismatches = await repository.count_other_models(session, model=settings.embedding_model)
-        vector_index = await retune_vector_index(session, dry_run=dry_run)
+        forgotten = 0 if dry_run else await namespaces.forget_empty(session)
+    vector_index = await retune_vector_index(engine, dry_run=dry_run)
     return CheckupReport(
         dry_run=dry_run,
         archived_expired=archived_expired,
@@ -98,4 +108,5 @@ async def checkup(
         orphans=orphans,
         embedding_mismatches=mismatches,
         vector_index=vector_index,
+        namespaces_forgotten=forgotten,
     )

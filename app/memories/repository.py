@@ -6,13 +6,14 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import ColumnElement, bindparam, func, literal_column, or_, select, text, true, update
+from sqlalchemy import ColumnElement, bindparam, delete, func, literal_column, or_, select, text, true, update
 from sqlalchemy import insert as insert_into
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.exc import StaleDataError
 
 from app.core.errors import VersionConflict
-from app.models import Memory, MemoryRelation, MemoryVersion
+from app.models import Memory, MemoryRelation, MemoryVersion, WriteRateCount, WriteRateFlag
 from app.text import lexemes
 
 # Fields a version snapshot keeps: enough to put a memory back exactly as it was.
@@ -146,8 +147,13 @@ async def nearest_active(
     )
     distance = in_namespace.c.embedding.cosine_distance(embedding)
     nearest = select(in_namespace.c.id, (1 - distance).label("similarity")).order_by(distance).limit(limit).subquery()
-    statement = select(Memory, nearest.c.similarity).join(nearest, Memory.id == nearest.c.id).order_by(
-        nearest.c.similarity.desc()
+    # Fresh rows even for memories this session loaded before: a write compares their versions
+    # with the ones its judge saw.
+    statement = (
+        select(Memory, nearest.c.similarity)
+        .join(nearest, Memory.id == nearest.c.id)
+        .order_by(nearest.c.similarity.desc())
+        .execution_options(populate_existing=True)
     )
     return [(memory, float(similarity)) for memory, similarity in (await session.execute(statement)).all()]
 
@@ -292,4 +298,66 @@ async def recent(session: AsyncSession, *, n: int, namespace: str | None) -> lis
     statement = select(Memory).order_by(Memory.created_at.desc(), Memory.id).limit(n)
     if namespace is not None:
         statement = statement.where(Memory.namespace == namespace)
+    return list((await session.execute(statement)).scalars())
+
+
+# --- write-rate windows (app.memories.write_rate) ----------------------------------------------
+
+
+async def lock_write_window(session: AsyncSession, writer: str) -> None:
+    await session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended("write-rate:" + writer, 0))))
+
+
+async def window_counts(session: AsyncSession, writer: str, *, since: int) -> list[tuple[int, int]]:
+    """(second, writes) of the writer's window after `since`, oldest first."""
+    statement = (
+        select(WriteRateCount.second, WriteRateCount.writes)
+        .where(WriteRateCount.writer == writer, WriteRateCount.second > since)
+        .order_by(WriteRateCount.second)
+    )
+    return [(int(second), int(writes)) for second, writes in (await session.execute(statement)).all()]
+
+
+async def add_writes(session: AsyncSession, writer: str, *, second: int, writes: int, before: int) -> None:
+    """Add to the writer's current second; its seconds that left the window go."""
+    statement = pg_insert(WriteRateCount).values(writer=writer, second=second, writes=writes)
+    statement = statement.on_conflict_do_update(
+        index_elements=[WriteRateCount.writer, WriteRateCount.second],
+        set_={"writes": WriteRateCount.writes + statement.excluded.writes},
+    )
+    await session.execute(statement)
+    await session.execute(delete(WriteRateCount).where(WriteRateCount.writer == writer, WriteRateCount.second <= before))
+
+
+async def drop_write_counts(session: AsyncSession, *, before: int) -> int:
+    result = await session.execute(delete(WriteRateCount).where(WriteRateCount.second <= before))
+    return result.rowcount or 0
+
+
+async def close_write_flag(session: AsyncSession, writer: str) -> None:
+    await session.execute(update(WriteRateFlag).where(WriteRateFlag.writer == writer, WriteRateFlag.open).values(open=False))
+
+
+async def extend_write_flag(session: AsyncSession, writer: str, *, namespace: str, writes: int, last_seen: datetime) -> bool:
+    """Update the writer's open flag, if it has one."""
+    statement = (
+        update(WriteRateFlag)
+        .where(WriteRateFlag.writer == writer, WriteRateFlag.open)
+        .values(namespace=namespace, writes=func.greatest(WriteRateFlag.writes, writes), last_seen=last_seen)
+    )
+    return bool((await session.execute(statement)).rowcount)
+
+
+async def open_write_flag(session: AsyncSession, flag: WriteRateFlag, *, keep: int) -> None:
+    """Record a new flag; only the newest `keep` are kept."""
+    session.add(flag)
+    await session.flush()
+    oldest_kept = select(WriteRateFlag.id).order_by(WriteRateFlag.id.desc()).offset(keep - 1).limit(1).scalar_subquery()
+    await session.execute(delete(WriteRateFlag).where(WriteRateFlag.id < oldest_kept))
+
+
+async def write_flags(session: AsyncSession, *, namespace: str | None, limit: int) -> list[WriteRateFlag]:
+    statement = select(WriteRateFlag).order_by(WriteRateFlag.id.desc()).limit(limit)
+    if namespace is not None:
+        statement = statement.where(WriteRateFlag.namespace == namespace)
     return list((await session.execute(statement)).scalars())

@@ -8,6 +8,7 @@ from app.core.auth import AccessDep
 from app.core.database import SessionDep
 from app.core.errors import NotFound, RateLimited, SensitiveContent, Unprocessable, VersionConflict, problem_responses
 from app.core.links import MEMORY, REVISION, links
+from app.idempotency.middleware import IDEMPOTENT
 from app.memories import service
 from app.memories.dependencies import WriteRateDep
 from app.memories.schemas import BatchResponse, BatchWrite, MemoryDetail, MemoryWrite, WriteResponse
@@ -36,6 +37,7 @@ WRITTEN_LINKS = links(MEMORY.at("/memory"), REVISION.at("/revisions/0"))
         },
         **problem_responses(VersionConflict, Unprocessable, SensitiveContent, RateLimited),
     },
+    dependencies=[IDEMPOTENT],
 )
 async def write_memory(
     body: MemoryWrite, session: SessionDep, context: RevisionContextDep, access: AccessDep, write_rate: WriteRateDep
@@ -43,18 +45,23 @@ async def write_memory(
     """Store a memory and run the revision triggers; the same content already active in the
     namespace is returned instead (200, deduplicated)."""
     access.check(body.namespace)
-    write_rate.admit([writer(access, body.session_id, body.namespace)])
+    await write_rate.admit(session, [writer(access, body.session_id, body.namespace)])
     outcome = await service.write(session, request=body, context=context)
     code = status.HTTP_200_OK if outcome.deduplicated else status.HTTP_201_CREATED
     return JSONResponse(outcome.response().model_dump(mode="json"), status_code=code)
 
 
-@router.post(":batch", response_model=BatchResponse, responses=problem_responses(RateLimited))
+@router.post(
+    ":batch",
+    response_model=BatchResponse,
+    responses=problem_responses(RateLimited),
+    dependencies=[IDEMPOTENT],
+)
 async def write_batch(
     body: BatchWrite, session: SessionDep, context: RevisionContextDep, access: AccessDep, write_rate: WriteRateDep
 ) -> BatchResponse:
     """Store up to 500 memories in order; each item reports its own result or problem."""
-    write_rate.admit(writers_of(access, body.items))
+    await write_rate.admit(session, writers_of(access, body.items))
     results = await service.write_batch(session, items=body.items, context=context, access=access)
     return BatchResponse(results=results)
 
@@ -70,7 +77,10 @@ async def get_memory(memory_id: MemoryID, session: SessionDep, access: AccessDep
 
 
 @router.delete(
-    "/{memory_id:uuid}", status_code=status.HTTP_204_NO_CONTENT, responses=problem_responses(NotFound, VersionConflict)
+    "/{memory_id:uuid}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=problem_responses(NotFound, VersionConflict),
+    dependencies=[IDEMPOTENT],
 )
 async def forget_memory(memory_id: MemoryID, session: SessionDep, access: AccessDep) -> Response:
     """Forget a memory (soft delete: it stays readable by id, with its history)."""

@@ -1,6 +1,8 @@
 """Business rules of writing, reading and forgetting memories."""
 
 import asyncio
+import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -28,8 +30,8 @@ from app.memories.schemas import (
 )
 from app.memories.sensitive import refuse_sensitive
 from app.models import Memory, MemoryRelation
-from app.revisions.operations import review_if_due
-from app.revisions.service import Context, revise_new_memory
+from app.namespaces import tracking
+from app.revisions.service import Context, Ruled, Scan, Triggered, find_triggers, revise_new_memory, rule, still_holds
 
 
 @dataclass(slots=True)
@@ -42,9 +44,7 @@ class WriteOutcome:
         return WriteResponse(memory=MemoryOut.of(self.memory), deduplicated=self.deduplicated, revisions=self.revisions)
 
 
-async def _find_duplicate(
-    session: AsyncSession, *, request: MemoryWrite, embedding: np.ndarray, settings: Settings
-) -> Memory | None:
+async def _find_duplicate(session: AsyncSession, *, request: MemoryWrite, scanned: Scan, settings: Settings) -> Memory | None:
     """The active memory this write repeats: the same normalised text, or near-identical text
     carrying the same numbers. A keyed write only repeats a memory with that key, so its key
     is never lost to a keyless twin."""
@@ -53,8 +53,7 @@ async def _find_duplicate(
     )
     if exact is not None:
         return exact
-    nearest = await repository.nearest_active(session, namespace=request.namespace, embedding=embedding, limit=1)
-    for memory, similarity in nearest:
+    for memory, similarity in scanned.rows[:1]:
         repeats = similarity >= settings.dedup_cosine_threshold and records.same_numbers(memory.content, request.content)
         if repeats and request.key in (None, memory.key):
             return memory
@@ -63,7 +62,7 @@ async def _find_duplicate(
 
 def _new_memory(request: MemoryWrite, *, embedding: np.ndarray, model: str, settings: Settings) -> Memory:
     now = datetime.now(timezone.utc)
-    return records.new_memory(
+    memory = records.new_memory(
         namespace=request.namespace,
         content=request.content,
         embedding=embedding,
@@ -80,25 +79,68 @@ def _new_memory(request: MemoryWrite, *, embedding: np.ndarray, model: str, sett
         metadata=request.metadata,
         ttl_seconds=request.ttl_seconds or settings.default_ttl(request.memory_type),
     )
+    memory.id = uuid.uuid4()  # judged before it is stored
+    return memory
 
 
-async def _store(session: AsyncSession, *, request: MemoryWrite, embedding: np.ndarray, context: Context) -> WriteOutcome:
-    """Store (or deduplicate) one memory and run the revision triggers, under the namespace lock."""
-    await repository.lock_namespace(session, request.namespace)
-    duplicate = await _find_duplicate(session, request=request, embedding=embedding, settings=context.settings)
+_SCAN_SPARE = 8
+
+
+@dataclass(frozen=True, slots=True)
+class _Unjudged:
+    """The memory has candidates that no ruling still holds for: the caller releases the
+    namespace lock, asks the judge (`rule`) and tries again."""
+
+    new: Memory
+    candidates: list[Triggered]
+
+
+async def _store_locked(
+    session: AsyncSession,
+    *,
+    request: MemoryWrite,
+    new: Memory,
+    embedding: np.ndarray,
+    context: Context,
+    ruled: Ruled | None,
+    last: bool,
+) -> WriteOutcome | _Unjudged:
+    """Under the namespace lock: deduplicate, or find the revision triggers and, if `ruled`
+    still holds for them (or this is the `last` attempt, which asks the judge here), store the
+    memory and apply the revisions."""
+    if request.created_at is None:
+        # Stamped under the lock: whatever committed before is older and is among the
+        # candidates; whatever commits after finds this memory among its own.
+        now = datetime.now(timezone.utc)
+        if new.expires_at is not None:
+            new.expires_at += now - new.created_at
+        new.created_at = new.updated_at = now
+    # One neighbour scan for deduplication and the triggers, a few rows more than the triggers
+    # need: rows of other types or later times are skipped there.
+    limit = max(context.settings.strong_trigger_candidates, context.settings.weak_trigger_candidates) + _SCAN_SPARE
+    rows = await repository.nearest_active(session, namespace=request.namespace, embedding=embedding, limit=limit)
+    scanned = Scan(rows, complete=len(rows) < limit)
+    duplicate = await _find_duplicate(session, request=request, scanned=scanned, settings=context.settings)
     if duplicate is not None:
         await repository.touch(session, duplicate)
         WRITES.labels(outcome="deduplicated").inc()
         return WriteOutcome(memory=duplicate, deduplicated=True)
-    new = _new_memory(request, embedding=embedding, model=context.embedder.name, settings=context.settings)
+    triggers = None
+    if context.defer is None:
+        triggers = await find_triggers(session, new, embedding=embedding, context=context, scanned=scanned)
+        slow = context.judge.slow
+        if triggers.candidates and slow and not last and not still_holds(ruled, triggers.candidates):
+            return _Unjudged(new, triggers.candidates)
     memory = await repository.insert(session, new)
     await repository.add_version(session, memory, changed_by="api", at=memory.created_at)
     if context.defer is not None:
-        await context.defer(memory.id)  # async mode: the worker revises it shortly
+        await context.defer(session, memory.id)  # async mode: the worker revises it once this commits
         revisions = []
     else:
-        revisions = await revise_new_memory(session, memory, embedding=embedding, context=context)
-        revisions += await review_if_due(session, namespace=memory.namespace, context=context)
+        revisions = await revise_new_memory(session, memory, embedding=embedding, context=context, triggers=triggers, ruled=ruled)
+    tracking.count_new(
+        session, memory.namespace, 1, review_every=context.settings.review_every_writes, on_review_due=context.review_later
+    )
     await session.refresh(memory)
     summaries = [
         RevisionSummary(id=r.id, trigger=r.trigger, decision=r.decision, old_memory_id=r.old_memory_id, status=r.status)
@@ -106,6 +148,27 @@ async def _store(session: AsyncSession, *, request: MemoryWrite, embedding: np.n
     ]
     WRITES.labels(outcome="new").inc()
     return WriteOutcome(memory=memory, deduplicated=False, revisions=summaries)
+
+
+async def _store(session: AsyncSession, *, request: MemoryWrite, embedding: np.ndarray, context: Context) -> WriteOutcome:
+    """Store (or deduplicate) one memory and revise what it changes. The namespace lock is held
+    only for database work: when the memory has candidates to judge, the lock is released
+    (nothing is written yet), the judge asked, and the lock taken again; the ruling is applied
+    if the candidates are still the same, at the same versions, else asked again
+    (settings.revision_judge_attempts; the last attempt asks under the lock)."""
+    new = _new_memory(request, embedding=embedding, model=context.embedder.name, settings=context.settings)
+    ruled = None
+    attempts = context.settings.revision_judge_attempts
+    for attempt in range(attempts):
+        await repository.lock_namespace(session, request.namespace)
+        stored = await _store_locked(
+            session, request=request, new=new, embedding=embedding, context=context, ruled=ruled, last=attempt == attempts - 1
+        )
+        if isinstance(stored, WriteOutcome):
+            return stored
+        await session.commit()  # nothing written yet: this only releases the lock
+        ruled = await rule(stored.new, stored.candidates, context=context)
+    raise AssertionError("the last attempt stores")
 
 
 def _refuse_sensitive(request: MemoryWrite) -> None:
@@ -144,10 +207,63 @@ def _parse_item(raw: dict[str, Any]) -> MemoryWrite:
     return request
 
 
+# A batch's embeddings are computed in chunks of this many texts, the next chunk while the
+# previous one is stored, so storing overlaps embedding.
+_BATCH_EMBEDDING_CHUNK = 16
+
+
+class _BatchLock:
+    """The namespace a batch holds, and since when. A batch commits what it stored and lets the
+    lock go whenever it would wait for slow work (an embedding not ready, a judge), change
+    namespace, or pass settings.batch_lock_seconds: a large import never holds a namespace for
+    long, and holding one namespace at a time it cannot deadlock with another batch."""
+
+    def __init__(self, session: AsyncSession, *, hold_seconds: float) -> None:
+        self._session = session
+        self._hold = hold_seconds
+        self.namespace: str | None = None
+        self._since = 0.0
+
+    async def take(self, namespace: str) -> None:
+        if self.namespace is not None and (self.namespace != namespace or time.monotonic() - self._since > self._hold):
+            await self.release()
+        if self.namespace is None:
+            await repository.lock_namespace(self._session, namespace)
+            self.namespace, self._since = namespace, time.monotonic()
+
+    async def release(self) -> None:
+        if self.namespace is not None:
+            await self._session.commit()
+            self.namespace = None
+
+
+async def _store_in_batch(
+    session: AsyncSession, lock: _BatchLock, *, request: MemoryWrite, embedding: np.ndarray, context: Context
+) -> WriteOutcome:
+    """One batch item, as `_store` does it, in a savepoint of its own (a refused item rolls back
+    alone), the lock released around a judge."""
+    new = _new_memory(request, embedding=embedding, model=context.embedder.name, settings=context.settings)
+    ruled = None
+    attempts = context.settings.revision_judge_attempts
+    for attempt in range(attempts):
+        await lock.take(request.namespace)
+        async with session.begin_nested():
+            stored = await _store_locked(
+                session, request=request, new=new, embedding=embedding, context=context, ruled=ruled, last=attempt == attempts - 1
+            )
+        if isinstance(stored, WriteOutcome):
+            return stored
+        await lock.release()
+        ruled = await rule(stored.new, stored.candidates, context=context)
+    raise AssertionError("the last attempt stores")
+
+
 async def write_batch(
     session: AsyncSession, *, items: list[dict[str, Any]], context: Context, access: Access
 ) -> list[BatchItemResult]:
-    """Write items in order; a rejected item is reported and rejects nothing else."""
+    """Write items in order; a rejected item is reported and rejects nothing else. What is
+    stored is committed in steps (see `_BatchLock`): if the database goes away midway, the items
+    before are kept, and the batch sent again finds them as duplicates."""
     parsed: dict[int, MemoryWrite] = {}
     results: dict[int, BatchItemResult] = {}
     for index, raw in enumerate(items):
@@ -156,27 +272,34 @@ async def write_batch(
         except _ItemRejected as rejected:
             results[index] = BatchItemResult(index=index, status=rejected.problem["status"], error=rejected.problem)
         await asyncio.sleep(0)  # a large batch is read item by item, letting other requests in between
-    embeddings = await context.embedder.embed_passages([request.content for request in parsed.values()])
-    # Every namespace the batch writes is locked now, in one order for every writer: taken item
-    # by item, two batches crossing two namespaces in opposite orders deadlocked.
-    for namespace in sorted({request.namespace for request in parsed.values() if access.allows(request.namespace)}):
-        await repository.lock_namespace(session, namespace)
-    for (index, request), embedding in zip(parsed.items(), embeddings, strict=True):
-        # Each item in its own savepoint: a refused item rolls back alone and is reported.
-        try:
-            access.check(request.namespace)
-            async with session.begin_nested():
-                outcome = await _store(session, request=request, embedding=embedding, context=context)
-        except Unavailable:
-            raise  # the database is away: the whole batch answers 503, nothing is half-stored
-        except AppError as error:
-            results[index] = BatchItemResult(index=index, status=error.status_code, error=problem_of(error))
-            continue
-        results[index] = BatchItemResult(
-            index=index,
-            status=200 if outcome.deduplicated else 201,
-            **outcome.response().model_dump(),
-        )
+    order = list(parsed.items())
+    chunks = [
+        asyncio.ensure_future(context.embedder.embed_passages([request.content for _, request in order[start : start + _BATCH_EMBEDDING_CHUNK]]))
+        for start in range(0, len(order), _BATCH_EMBEDDING_CHUNK)
+    ]
+    lock = _BatchLock(session, hold_seconds=context.settings.batch_lock_seconds)
+    try:
+        for position, (index, request) in enumerate(order):
+            chunk = chunks[position // _BATCH_EMBEDDING_CHUNK]
+            if not chunk.done():
+                await lock.release()  # no lock is held while embeddings are computed
+            embedding = (await chunk)[position % _BATCH_EMBEDDING_CHUNK]
+            try:
+                access.check(request.namespace)
+                outcome = await _store_in_batch(session, lock, request=request, embedding=embedding, context=context)
+            except Unavailable:
+                raise  # the database is away: the batch answers 503
+            except AppError as error:
+                results[index] = BatchItemResult(index=index, status=error.status_code, error=problem_of(error))
+                continue
+            results[index] = BatchItemResult(
+                index=index,
+                status=200 if outcome.deduplicated else 201,
+                **outcome.response().model_dump(),
+            )
+    finally:
+        for chunk in chunks:
+            chunk.cancel()  # embeddings nobody will read (the batch failed)
     return [results[index] for index in range(len(items))]
 
 

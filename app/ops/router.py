@@ -57,10 +57,11 @@ async def metrics(engine: EngineDep) -> Response:
 
 @router.get("/debug/anomalies", response_model=AnomalyList, responses=AUTHENTICATED_PROBLEMS)
 async def debug_anomalies(
+    session: SessionDep,
     write_rate: WriteRateDep,
     access: AccessDep,
     namespace: Annotated[Namespace | None, Query()] = None,
 ) -> AnomalyList:
-    """Sessions recently flagged for writing faster than the write-rate threshold (this process)."""
+    """Sessions recently flagged for writing faster than the write-rate threshold (every API process)."""
     access.check(namespace)
-    return AnomalyList(anomalies=service.anomalies(write_rate, namespace=namespace))
+    return AnomalyList(anomalies=await service.anomalies(session, write_rate, namespace=namespace))

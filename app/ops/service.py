@@ -4,7 +4,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.core.errors import Unavailable
 from app.core.metrics import QUEUE_DEPTH
@@ -38,10 +38,6 @@ async def metrics_exposition(engine: AsyncEngine) -> tuple[bytes, str]:
     return generate_latest(), CONTENT_TYPE_LATEST
 
 
-def anomalies(write_rate: WriteRate, *, namespace: str | None) -> list[Anomaly]:
+async def anomalies(session: AsyncSession, write_rate: WriteRate, *, namespace: str | None) -> list[Anomaly]:
     """Recent write-rate flags, newest first."""
-    return [
-        Anomaly.model_validate(flag, from_attributes=True)
-        for flag in reversed(write_rate.flags)
-        if namespace is None or flag.namespace == namespace
-    ]
+    return [Anomaly.model_validate(flag, from_attributes=True) for flag in await write_rate.flags(session, namespace=namespace)]

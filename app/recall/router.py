@@ -4,7 +4,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Request
 
 from app.core.auth import AccessDep
 from app.core.database import SessionDep
-from app.core.dependencies import EmbedderDep, ReadSessionsDep, SettingsDep
+from app.core.dependencies import EmbedderDep, ReadsDep, SessionsDep, SettingsDep
 from app.core.links import MEMORY, links
 from app.recall import service
 from app.recall.cache import SearchCache
@@ -27,7 +27,8 @@ async def search_memories(
     session: SessionDep,
     embedder: EmbedderDep,
     settings: SettingsDep,
-    read_sessions: ReadSessionsDep,
+    reads: ReadsDep,
+    sessions: SessionsDep,
     cache: SearchCacheDep,
     access: AccessDep,
     background: BackgroundTasks,
@@ -39,7 +40,8 @@ async def search_memories(
         request=body,
         embedder=embedder,
         settings=settings,
-        read_sessions=read_sessions,
+        reads=reads,
+        sessions=sessions,
         cache=cache,
         after_answer=background.add_task,
     )

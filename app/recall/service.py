@@ -1,11 +1,11 @@
-"""Multi-route recall: four routes run concurrently, their candidates are merged, scored by
-the weighted rerank, and the hits are marked as accessed in one statement."""
+"""Multi-route recall: four routes on one connection (the query embedded meanwhile), their
+candidates merged and scored by the weighted rerank; hits are counted as accessed after the
+answer leaves."""
 
 import asyncio
 import re
 import time
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from uuid import UUID
@@ -13,11 +13,14 @@ from uuid import UUID
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.dependencies import Sessions
+from app.core.replica import Reads
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
 from app.memories.schemas import MemoryOut
 from app.memories.trust import trust_of
 from app.models import Memory
+from app.namespaces import repository as namespaces
 from app.recall import competitors, relevance, repository, rerank, scoring, timeframe
 from app.recall.cache import SearchCache
 from app.recall.lexical import or_query
@@ -33,8 +36,6 @@ from app.recall.schemas import (
     SearchResponse,
 )
 from app.text import STOPWORDS, lexemes
-
-ReadSessions = Callable[[], AbstractAsyncContextManager[AsyncSession]]
 
 _WORD = re.compile(r"\w+")
 
@@ -71,81 +72,67 @@ def _key_terms(query: str) -> list[str]:
     return sorted(written | set(lexemes(query)))
 
 
-async def _speakers(read_sessions: ReadSessions, cache: SearchCache, namespaces: list[str]) -> list[str]:
+async def _speakers(session: AsyncSession, cache: SearchCache, generations: dict[str, int]) -> list[str]:
     """The namespaces' speakers, remembered until their next write."""
-    key = cache.key("speakers", namespaces)
+    key = cache.key("speakers", generations)
     known = cache.get(key)
     if known is None:
-        async with read_sessions() as session:
-            known = await repository.speakers(session, namespaces)
+        known = await repository.speakers(session, list(generations))
         cache.put(key, known)
     return known
 
 
 async def _run_routes(
-    read_sessions: ReadSessions,
+    session: AsyncSession,
     scope: Scope,
     *,
     request: SearchRequest,
     embedder: EmbeddingProvider,
     settings: Settings,
     cache: SearchCache,
+    generations: dict[str, int],
     window: asyncio.Future[timeframe.Window | None],
 ) -> tuple[dict[str, RouteRows], np.ndarray]:
+    """The four routes on one connection: the query is embedded on its own thread while the key,
+    recency and lexical routes run, then the vector route. Four connections per search (one per
+    route) saturated the pool at a handful of concurrent searches, and on two cores running the
+    routes at once bought little."""
     limit = settings.search_route_candidates
-    # A speaker's name matches every line they said; the speaker boost (relevance.py) uses
-    # the name instead (LoCoMo recall@10 +0.015).
-    named = relevance.named_speakers(request.query, await _speakers(read_sessions, cache, request.all_namespaces))
-
-    async def in_own_session(route, **arguments) -> RouteRows:
-        async with read_sessions() as session:
-            return await route(session, scope, **arguments)
-
-    async def vector() -> tuple[RouteRows, RouteRows, np.ndarray]:
-        embedding = await embedder.embed_query(request.query)
-        rows = await in_own_session(
-            repository.vector_route, embedding=embedding, model=embedder.name, limit=limit
-        )
-        named_time = await window
-        in_window = (
-            await in_own_session(
-                repository.time_route,
-                embedding=embedding,
-                model=embedder.name,
-                start=named_time.start,
-                end=named_time.end,
-                limit=limit,
-            )
-            if named_time
-            else []
-        )
-        return rows, in_window, embedding
-
-    # A group, not gather: when one route fails (the database went away) the others stop at
-    # once and give their connections back, instead of running on for nobody.
+    embedding = asyncio.ensure_future(embedder.embed_query(request.query))
     try:
-        async with asyncio.TaskGroup() as group:
-            key = group.create_task(
-                in_own_session(repository.key_route, key_prefix=request.key_prefix, terms=_key_terms(request.query), limit=limit)
-            )
-            dense = group.create_task(vector())
-            recency = group.create_task(in_own_session(repository.recency_route, limit=settings.search_recency_candidates))
-            lexical = group.create_task(
-                in_own_session(
-                    repository.lexical_route,
-                    tsquery=or_query(request.query, without=named),
-                    text=request.query,
-                    limit=limit,
-                    match_cap=settings.lexical_match_cap,
-                )
-            )
-    except ExceptionGroup as failed:
-        raise failed.exceptions[0] from None  # one error, which the handlers know how to answer
-    vector_rows, time_rows, embedding = dense.result()
-    routes = {"key": key.result(), "vector": vector_rows, "recency": recency.result(), "lexical": lexical.result()}
-    if window.result():
-        routes["time"] = time_rows
-    return routes, embedding
+        # A speaker's name matches every line they said; the speaker boost (relevance.py) uses
+        # the name instead (LoCoMo recall@10 +0.015).
+        named = relevance.named_speakers(request.query, await _speakers(session, cache, generations))
+        key = await repository.key_route(
+            session, scope, key_prefix=request.key_prefix, terms=_key_terms(request.query), limit=limit
+        )
+        recency = await repository.recency_route(session, scope, limit=settings.search_recency_candidates)
+        lexical = await repository.lexical_route(
+            session,
+            scope,
+            tsquery=or_query(request.query, without=named),
+            text=request.query,
+            limit=limit,
+            match_cap=settings.lexical_match_cap,
+        )
+        vector_of_query = await embedding
+    except BaseException:
+        embedding.cancel()  # the database failed: nobody waits for the vector any more
+        raise
+    vector = await repository.vector_route(session, scope, embedding=vector_of_query, model=embedder.name, limit=limit)
+    routes = {"key": key, "vector": vector, "recency": recency, "lexical": lexical}
+    named_time = await window
+    if named_time:
+        routes["time"] = await repository.time_route(
+            session,
+            scope,
+            embedding=vector_of_query,
+            model=embedder.name,
+            start=named_time.start,
+            end=named_time.end,
+            limit=limit,
+        )
+    return routes, vector_of_query
 
 
 def _merge(routes: dict[str, RouteRows]) -> dict[UUID, Candidate]:
@@ -389,11 +376,11 @@ async def _as_they_stood(session: AsyncSession, hits: list[SearchHit], *, at: da
     return stood
 
 
-async def count_access(read_sessions: ReadSessions, memory_ids: list[UUID], *, at: datetime) -> None:
+async def count_access(sessions: Sessions, memory_ids: list[UUID], *, at: datetime) -> None:
     """Count each hit in a transaction of its own. Holding one row lock at a time, counting can
     neither deadlock with a writer that holds one hit while it waits for another (one
     statement over all hits did, under `make load`) nor skip a hit."""
-    async with read_sessions() as session:
+    async with sessions() as session:
         for memory_id in memory_ids:
             await repository.record_access(session, memory_id, at=at)
             await session.commit()
@@ -405,21 +392,25 @@ async def search(
     request: SearchRequest,
     embedder: EmbeddingProvider,
     settings: Settings,
-    read_sessions: ReadSessions,
+    reads: Reads,
+    sessions: Sessions,
     cache: SearchCache,
     after_answer: Callable[..., None],
 ) -> SearchResponse:
-    """Recall memories for a query; see the module docstring. Hits are counted as accessed
-    through `after_answer`, once the answer is on its way."""
+    """Recall memories for a query; see the module docstring. The namespaces' generations are
+    read on the primary (`session`), the rest where `reads` says (a standby that has caught up
+    with them, else the primary). Hits are counted as accessed through `after_answer`, on
+    `sessions` (the primary), once the answer is on its way."""
     started = time.perf_counter()
     at = request.as_of or datetime.now(timezone.utc)
     # The moment the question is asked from: recency and time expressions are measured from it.
     reference = request.reference_time or at
-    cache_key = cache.key(request.model_dump_json(), request.all_namespaces)
+    generations = await namespaces.generations(session, request.all_namespaces)
+    cache_key = cache.key(request.model_dump_json(), generations)
     cached: SearchResponse | None = None if request.explain or request.as_of else cache.get(cache_key)
     if cached is not None:
         if request.record_access:
-            after_answer(count_access, read_sessions, [hit.memory.id for hit in cached.hits], at=at)
+            after_answer(count_access, sessions, [hit.memory.id for hit in cached.hits], at=at)
         return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 3)})
 
     scope = Scope(
@@ -434,33 +425,40 @@ async def search(
     )
     # Reading time expressions takes a few milliseconds of CPU: in a thread, while the routes run.
     parsing = asyncio.ensure_future(asyncio.to_thread(timeframe.window, request.query, reference=reference))
-    routes, embedding = await _run_routes(
-        read_sessions, scope, request=request, embedder=embedder, settings=settings, cache=cache, window=parsing
-    )
-    window = parsing.result()
-    # On the request's own connection: a fifth concurrent one cost more than the query (~10 ms).
-    skipped = await repository.count_other_model(session, scope, model=embedder.name)
-    candidates = _merge(routes)
-    loaded = await repository.load(session, list(candidates), embedding=embedding)
-    in_sessions = [memory_id for memory_id, (memory, _) in loaded.items() if memory.session_id]
-    neighbours = await repository.session_neighbours(session, scope, anchors=in_sessions, width=relevance.NEIGHBOUR_WIDTH)
-    unloaded = list({other for _, other, _ in neighbours} - loaded.keys())
-    loaded |= await repository.load(session, unloaded, embedding=embedding)
-    relevances = relevance.score(_evidence(routes, loaded, neighbours, window), query=request.query)
-    memories = {memory_id: memory for memory_id, (memory, _) in loaded.items()}
-    weights = effective_weights(request, settings)
-    score = _scorer(candidates, relevances, at=reference, weights=weights, settings=settings)
-    ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k, weights=weights)
-    if settings.rerank_model:
-        await session.commit()  # a read; no transaction stays open across the reranker's call
-        ranked = await rerank.rerank(request.query, ranked, [item.memory.content for item in ranked], settings=settings)
-    ranked = _diversify(ranked, top_k=request.top_k)
-    ranked = _below_replacements(await _prefer_newer(session, ranked, query=request.query, settings=settings))
-    hits = await _with_partners(session, scope, ranked, top_k=request.top_k, score=score)
-    if request.as_of:
-        hits = await _as_they_stood(session, hits, at=at)
+    async with reads.session_for(session, generations) as reader:
+        routes, embedding = await _run_routes(
+            reader,
+            scope,
+            request=request,
+            embedder=embedder,
+            settings=settings,
+            cache=cache,
+            generations=generations,
+            window=parsing,
+        )
+        window = parsing.result()
+        skipped = await repository.count_other_model(reader, scope, model=embedder.name)
+        candidates = _merge(routes)
+        loaded = await repository.load(reader, list(candidates), embedding=embedding)
+        in_sessions = [memory_id for memory_id, (memory, _) in loaded.items() if memory.session_id]
+        neighbours = await repository.session_neighbours(reader, scope, anchors=in_sessions, width=relevance.NEIGHBOUR_WIDTH)
+        unloaded = list({other for _, other, _ in neighbours} - loaded.keys())
+        loaded |= await repository.load(reader, unloaded, embedding=embedding)
+        relevances = relevance.score(_evidence(routes, loaded, neighbours, window), query=request.query)
+        memories = {memory_id: memory for memory_id, (memory, _) in loaded.items()}
+        weights = effective_weights(request, settings)
+        score = _scorer(candidates, relevances, at=reference, weights=weights, settings=settings)
+        ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k, weights=weights)
+        if settings.rerank_model:
+            await reader.commit()  # a read; no transaction stays open across the reranker's call
+            ranked = await rerank.rerank(request.query, ranked, [item.memory.content for item in ranked], settings=settings)
+        ranked = _diversify(ranked, top_k=request.top_k)
+        ranked = _below_replacements(await _prefer_newer(reader, ranked, query=request.query, settings=settings))
+        hits = await _with_partners(reader, scope, ranked, top_k=request.top_k, score=score)
+        if request.as_of:
+            hits = await _as_they_stood(reader, hits, at=at)
     if request.record_access and not request.as_of:
-        after_answer(count_access, read_sessions, [hit.memory.id for hit in hits], at=at)
+        after_answer(count_access, sessions, [hit.memory.id for hit in hits], at=at)
     response = SearchResponse(
         hits=hits,
         took_ms=round((time.perf_counter() - started) * 1000, 3),
@@ -468,5 +466,5 @@ async def search(
         explain=_explain(routes, ranked, top_k=request.top_k, weights=weights) if request.explain else None,
     )
     if not request.explain and not request.as_of:
-        cache.put(cache_key, response)
+        cache.put(cache_key, response, size=len(response.model_dump_json()))
     return response

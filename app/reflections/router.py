@@ -10,6 +10,7 @@ from app.core.dependencies import EmbedderDep, SettingsDep
 from app.core.errors import Conflict, NotFound, VersionConflict, problem_responses
 from app.core.links import LESSON, MEMORY, links
 from app.core.validation import StorableText
+from app.idempotency.middleware import IDEMPOTENT
 from app.memories.schemas import MemoryOut, Namespace
 from app.reflections import service
 from app.reflections.dependencies import ReviewerDep
@@ -44,6 +45,7 @@ class MarkdownResponse(PlainTextResponse):
     "/v1/events",
     response_model=EventsResponse,
     responses={200: links(LESSON.at("/lessons/0")), **problem_responses(Conflict)},
+    dependencies=[IDEMPOTENT],
 )
 async def record_events(
     body: EventsRequest,
@@ -82,6 +84,7 @@ async def replay_task(
             **LESSON_LINKS,
         },
     },
+    dependencies=[IDEMPOTENT],
 )
 async def write_lesson(
     body: LessonWrite, session: SessionDep, settings: SettingsDep, embedder: EmbedderDep, access: AccessDep
@@ -126,6 +129,7 @@ async def get_lesson(lesson_id: LessonID, session: SessionDep, access: AccessDep
     "/v1/reflections/{lesson_id:uuid}/feedback",
     response_model=LessonResponse,
     responses={200: LESSON_LINKS, **problem_responses(NotFound)},
+    dependencies=[IDEMPOTENT],
 )
 async def lesson_feedback(
     lesson_id: LessonID, body: LessonFeedback, session: SessionDep, settings: SettingsDep, access: AccessDep
@@ -139,6 +143,7 @@ async def lesson_feedback(
     "/v1/memories/{memory_id:uuid}/feedback",
     response_model=MemoryFeedbackResponse,
     responses={200: links(MEMORY.at("/memory")), **problem_responses(NotFound, VersionConflict)},
+    dependencies=[IDEMPOTENT],
 )
 async def memory_feedback(
     memory_id: Annotated[UUID, Path(description="The memory's id.")],
@@ -152,7 +157,7 @@ async def memory_feedback(
     return MemoryFeedbackResponse(memory=MemoryOut.of(memory))
 
 
-@router.post("/v1/maintenance/decay", response_model=DecayReport)
+@router.post("/v1/maintenance/decay", response_model=DecayReport, dependencies=[IDEMPOTENT])
 async def decay_lessons(
     session: SessionDep, settings: SettingsDep, access: AccessDep, namespace: Annotated[Namespace | None, Query()] = None
 ) -> DecayReport:

@@ -18,7 +18,7 @@ from app.memories import repository as memories
 from app.memories.records import content_hash
 from app.memories.sensitive import find_sensitive, refuse_sensitive, refuse_sensitive_off_loop
 from app.models import Memory, Reflection, TaskEvent, TaskReview
-from app.recall.cache import mark_written
+from app.namespaces.tracking import mark_written
 from app.recall.scoring import recency
 from app.reflections import repository
 from app.reflections.lessons import admitted, after_feedback, opposite, seen_again_confidence, stronger_path

@@ -16,10 +16,17 @@ Ruling = Verdict[Judgement]
 
 
 class Judge(Protocol):
+    # Whether a ruling can take long (a network call): then a write asks with the namespace
+    # lock released. The rule judge decides in milliseconds of CPU, less than the second
+    # neighbour scan that releasing the lock costs, so it rules under the lock.
+    slow: bool
+
     async def rule(self, new: JudgedMemory, candidates: Sequence[Candidate]) -> Ruling: ...
 
 
 class RulesJudge:
+    slow = False
+
     def __init__(self, *, threshold: float = 0.7, disabled: frozenset[str] = frozenset()) -> None:
         self._rules = RuleJudge(threshold=threshold, disabled=disabled)
 
@@ -90,6 +97,8 @@ def _user_prompt(new: JudgedMemory, candidates: Sequence[Candidate]) -> str:
 
 
 class LLMJudge:
+    slow = True
+
     def __init__(self, *, model: str, timeout_seconds: float, retries: int, fallback: Judge) -> None:
         self._model = model
         self._timeout = timeout_seconds

@@ -6,15 +6,14 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.auth import Access
+from app.core.dependencies import Sessions
 from app.core.errors import Conflict, NotFound, VersionConflict
 from app.memories import records
 from app.memories import repository as memories
 from app.memories.sensitive import refuse_sensitive
 from app.models import Memory, RevisionLog
 from app.revisions import repository
-from app.revisions.service import Context, apply, judge_and_apply, log_revision, tag, triggered
-
-_writes_since_review: dict[str, int] = {}
+from app.revisions.service import Context, apply, log_revision, revise_stored, tag
 
 
 async def _memory(session: AsyncSession, memory_id: UUID | None) -> Memory:
@@ -52,13 +51,13 @@ async def revise(
     if memory is None:
         raise NotFound(f"no memory with id {memory_id}")
     access.check(memory.namespace)
+    embedding = (await context.embedder.embed_passages([content]))[0]  # before the lock: it is slow
     await memories.lock_namespace(session, memory.namespace)
     await session.refresh(memory)
     if memory.version != expected_version:
         raise VersionConflict(f"memory {memory_id} is at version {memory.version}, not {expected_version}")
     if memory.status not in ("active", "uncertain"):
         raise Conflict(f"memory {memory_id} is {memory.status}; only active memories can be revised")
-    embedding = (await context.embedder.embed_passages([content]))[0]
     now = datetime.now(timezone.utc)
     revision = await log_revision(
         session,
@@ -195,20 +194,18 @@ async def rollback(
 async def review(
     session: AsyncSession, *, namespace: str, since: datetime | None, limit: int, context: Context
 ) -> tuple[list[RevisionLog], int]:
-    """Periodic trigger: judge the namespace's recent memories against older ones, in one pass."""
+    """Periodic trigger: judge the namespace's recent memories against older ones, in one pass.
+    What each judgement applies is committed before the next judge is asked: the namespace lock
+    is released while the judge thinks (revise_stored)."""
     await memories.lock_namespace(session, namespace)
     recent = await repository.recent_revisable(session, namespace=namespace, since=since, limit=limit)
     revisions: list[RevisionLog] = []
     for memory in reversed(recent):  # oldest first, as they were written
-        await session.refresh(memory)
-        if memory.status != "active":
-            continue  # superseded earlier in this pass
         embedding = await memories.embedding_of(session, memory.id)
         if embedding is None:
             continue
-        candidates = await triggered(session, memory, embedding=embedding, context=context, exclude=[], periodic=True)
-        revisions += await judge_and_apply(session, memory, candidates, context=context)
-    _writes_since_review[namespace] = 0
+        # Skips what was superseded earlier in this pass.
+        revisions += await revise_stored(session, memory, embedding=embedding, context=context, periodic=True)
     return revisions, len(recent)
 
 
@@ -216,13 +213,10 @@ async def listing(session: AsyncSession, *, namespace: str | None, status: str |
     return await repository.listing(session, namespace=namespace, status=status, limit=limit)
 
 
-async def review_if_due(session: AsyncSession, *, namespace: str, context: Context) -> list[RevisionLog]:
-    """Every N writes to a namespace (settings.review_every_writes) run a review."""
-    every = context.settings.review_every_writes
-    if not every:
-        return []
-    _writes_since_review[namespace] = _writes_since_review.get(namespace, 0) + 1
-    if _writes_since_review[namespace] < every:
-        return []
-    revisions, _ = await review(session, namespace=namespace, since=None, limit=context.settings.review_batch, context=context)
-    return revisions
+async def periodic_review(sessions: Sessions, *, namespace: str, context: Context) -> int:
+    """The review due after a namespace's last N writes (settings.review_every_writes), run after
+    the write that made it due has answered; how many judgements it logged."""
+    async with sessions() as session:
+        revisions, _ = await review(session, namespace=namespace, since=None, limit=context.settings.review_batch, context=context)
+        await session.commit()
+    return len(revisions)

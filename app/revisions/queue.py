@@ -1,30 +1,42 @@
 """Async revision mode (HINDSIGHT_REVISION_MODE=async): a write stores its memory and
 defers the revision to a worker (`python -m app worker`) through procrastinate, a job
 queue that lives in the same PostgreSQL. The memory is active from the start, so a search
-right after the write already finds it; the worker applies the judgement moments later."""
+right after the write already finds it; the worker applies the judgement moments later.
 
+A job is queued inside the write's own transaction (procrastinate's defer function, called on
+the write's connection): it exists if and only if the write committed, and no worker can start
+it before the memory is there to read. A periodic review that falls due is queued the same way."""
+
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 import procrastinate
-from sqlalchemy.engine import make_url
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session
 
+from app.core.database import libpq_url
 from app.memories import repository as memories
-from app.revisions.operations import review_if_due
-from app.revisions.service import Context, revise_new_memory
+from app.revisions.operations import review
+from app.revisions.service import Context, revise_stored
 
 logger = logging.getLogger(__name__)
 
 QUEUE = "revisions"
 TASK = "hindsight.revise_memory"
-
-
-class MemoryNotCommittedYet(Exception):
-    """The job ran before the write that deferred it committed; it is retried."""
+REVIEW_TASK = "hindsight.review_namespace"
+# Jobs whose transaction lost to a concurrent one (a deadlock victim) run again.
+_RETRY = procrastinate.RetryStrategy(max_attempts=3, exponential_wait=2)
+# procrastinate's own defer function (its schema is migration 0005's, pinned with the library).
+_DEFER = text(
+    "SELECT procrastinate_defer_jobs_v1(ARRAY[ROW(:queue, :task, 0, NULL, NULL, CAST(:args AS jsonb), NULL)]"
+    "::procrastinate_job_to_defer_v1[])"
+)
 
 
 @dataclass(slots=True)
@@ -37,10 +49,6 @@ _runtime: list[WorkerRuntime] = []
 queue = procrastinate.App(connector=procrastinate.PsycopgConnector())
 
 
-def libpq_url(database_url: str) -> str:
-    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 @asynccontextmanager
 async def connected(database_url: str) -> AsyncIterator[procrastinate.App]:
     """The queue, bound to a database and open, for the duration of the block."""
@@ -49,28 +57,45 @@ async def connected(database_url: str) -> AsyncIterator[procrastinate.App]:
             yield queue
 
 
-# A job can start before the write that deferred it commits (a large batch): it retries with
-# a growing wait, 2 s then 4, 8, ... about eight minutes in all.
-@queue.task(name=TASK, queue=QUEUE, retry=procrastinate.RetryStrategy(max_attempts=8, exponential_wait=2))
+@queue.task(name=TASK, queue=QUEUE, retry=_RETRY)
 async def revise_memory(memory_id: str) -> int:
     """Run the write-time triggers for a stored memory; returns how many judgements it logged."""
     runtime = _runtime[-1]
-    async with runtime.sessionmaker.begin() as session:
+    async with runtime.sessionmaker() as session:
         memory = await memories.get(session, UUID(memory_id))
-        if memory is None:
-            raise MemoryNotCommittedYet(memory_id)
-        await memories.lock_namespace(session, memory.namespace)
-        await session.refresh(memory)
-        embedding = await memories.embedding_of(session, memory.id)
-        if memory.status != "active" or embedding is None:
+        embedding = await memories.embedding_of(session, memory.id) if memory is not None else None
+        if embedding is None:
             return 0
-        revisions = await revise_new_memory(session, memory, embedding=embedding, context=runtime.context)
-        revisions += await review_if_due(session, namespace=memory.namespace, context=runtime.context)
+        # The judge is asked with the namespace lock released (revise_stored commits meanwhile).
+        revisions = await revise_stored(session, memory, embedding=embedding, context=runtime.context)
+        await session.commit()
         return len(revisions)
 
 
-async def defer(app: procrastinate.App, memory_id: UUID) -> None:
-    await app.configure_task(TASK).defer_async(memory_id=str(memory_id))
+@queue.task(name=REVIEW_TASK, queue=QUEUE, retry=_RETRY)
+async def review_namespace(namespace: str) -> int:
+    """The periodic review of a namespace, due after its last N writes; how many judgements it logged."""
+    runtime = _runtime[-1]
+    async with runtime.sessionmaker.begin() as session:
+        revisions, _ = await review(
+            session, namespace=namespace, since=None, limit=runtime.context.settings.review_batch, context=runtime.context
+        )
+        return len(revisions)
+
+
+def _job(task: str, args: dict[str, Any]) -> dict[str, str]:
+    return {"queue": QUEUE, "task": task, "args": json.dumps(args)}
+
+
+async def defer(session: AsyncSession, memory_id: UUID) -> None:
+    """Queue the revision of a memory just written, in the write's transaction."""
+    await session.execute(_DEFER, _job(TASK, {"memory_id": str(memory_id)}))
+
+
+def defer_review(session: Session, namespace: str) -> None:
+    """Queue a namespace's periodic review, in the transaction that made it due (sync: it runs
+    in the commit hook, app.namespaces.tracking)."""
+    session.execute(_DEFER, _job(REVIEW_TASK, {"namespace": namespace}))
 
 
 async def run_worker(app: procrastinate.App, runtime: WorkerRuntime, *, wait: bool = True) -> None:

@@ -8,6 +8,7 @@ from app.core.database import SessionDep
 from app.core.dependencies import RecentLimitDep
 from app.core.errors import Conflict, NotFound, SensitiveContent, Unprocessable, VersionConflict, problem_responses
 from app.core.links import MEMORY, REVISION, links
+from app.idempotency.middleware import IDEMPOTENT
 from app.memories.schemas import MemoryOut, Namespace
 from app.revisions import operations
 from app.revisions.dependencies import RevisionContextDep
@@ -41,6 +42,7 @@ LISTED_REVISION_LINKS = links(REVISION.at("/revisions/0"))
         200: links(MEMORY.at("/memory"), REVISION.at("/revision")),
         **problem_responses(NotFound, Conflict, VersionConflict, Unprocessable, SensitiveContent),
     },
+    dependencies=[IDEMPOTENT],
 )
 async def revise_memory(
     memory_id: Annotated[UUID, Path()],
@@ -69,6 +71,7 @@ async def revise_memory(
         200: links(MEMORY.at("/memory"), REVISION.at("/revision")),
         **problem_responses(NotFound, Conflict, VersionConflict, Unprocessable, SensitiveContent),
     },
+    dependencies=[IDEMPOTENT],
 )
 async def invalidate_memory(
     memory_id: Annotated[UUID, Path()],
@@ -91,6 +94,7 @@ async def invalidate_memory(
     "/v1/review",
     response_model=ReviewResponse,
     responses={200: LISTED_REVISION_LINKS, **problem_responses(VersionConflict)},
+    dependencies=[IDEMPOTENT],
 )
 async def review_namespace(
     body: ReviewRequest, session: SessionDep, context: RevisionContextDep, access: AccessDep
@@ -121,6 +125,7 @@ async def list_revisions(
     "/v1/revisions/{revision_id:uuid}/apply",
     response_model=RevisionOut,
     responses={200: links(REVISION.at("")), **DECISION_PROBLEMS},
+    dependencies=[IDEMPOTENT],
 )
 async def apply_revision(
     revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep
@@ -134,6 +139,7 @@ async def apply_revision(
     "/v1/revisions/{revision_id:uuid}/dismiss",
     response_model=RevisionOut,
     responses={200: links(REVISION.at("")), **DECISION_PROBLEMS},
+    dependencies=[IDEMPOTENT],
 )
 async def dismiss_revision(
     revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep
@@ -147,6 +153,7 @@ async def dismiss_revision(
     "/v1/revisions/{revision_id:uuid}/rollback",
     response_model=RollbackResponse,
     responses={200: links(REVISION.at("/revision"), MEMORY.at("/memories/0")), **DECISION_PROBLEMS},
+    dependencies=[IDEMPOTENT],
 )
 async def rollback_revision(
     revision_id: RevisionID, session: SessionDep, context: RevisionContextDep, access: AccessDep

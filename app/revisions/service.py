@@ -7,13 +7,15 @@ Every change a revision makes is recorded in memory_versions with changed_by
 rollback can replay history exactly.
 """
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from uuid import UUID
 
 import numpy as np
+from sqlalchemy import inspect
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from app.core.errors import VersionConflict
 from app.core.metrics import count_revision
@@ -45,15 +47,27 @@ class Triggered:
     trigger: str  # "strong" | "weak" | "periodic"
 
 
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """A write's one neighbour scan (the nearest active memories of the namespace, any type),
+    which deduplication and the triggers share; `complete` if it read every such memory."""
+
+    rows: list[tuple[Memory, float]]
+    complete: bool
+
+
 @dataclass(slots=True)
 class Context:
     """What a revision run needs besides the session. With `defer` set (async mode), a
-    write hands its revision to the queue instead of running it."""
+    write hands its revision to the queue, in its own transaction, instead of running it;
+    `review_later` is handed a namespace whose periodic review fell due, inside the transaction
+    that made it due (app.namespaces.tracking), to queue it or start it after the commit."""
 
     judge: Judge
     embedder: EmbeddingProvider
     settings: Settings
-    defer: Callable[[UUID], Awaitable[None]] | None = None
+    defer: Callable[[AsyncSession, UUID], Awaitable[None]] | None = None
+    review_later: Callable[[Session, str], None] | None = None
 
 
 def _judged(memory: Memory) -> JudgedMemory:
@@ -189,6 +203,11 @@ async def _apply_duplicate(
         await repository.link(session, source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
 
 
+def _merged_text(judged: str | None, old: Memory, new: Memory, settings: Settings) -> str | None:
+    """What a REFINE stores: the judge's merged text, else the rules' merge, if either is usable."""
+    return _usable_merge(judged, settings) or _usable_merge(merge(old.content, new.content), settings)
+
+
 def _usable_merge(merged: str | None, settings: Settings) -> str | None:
     """A judge's merged text is stored only if a write of it would be accepted."""
     if not merged or not merged.strip() or len(merged) > settings.max_content_chars or find_sensitive(merged):
@@ -197,18 +216,26 @@ def _usable_merge(merged: str | None, settings: Settings) -> str | None:
 
 
 async def _apply_refine(
-    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime, context: Context
+    session: AsyncSession,
+    revision: RevisionLog,
+    new: Memory,
+    old: Memory,
+    *,
+    at: datetime,
+    context: Context,
+    merged_vectors: Mapping[str, np.ndarray],
 ) -> None:
     """One merged memory replaces both; when no merged text could be stored (too long, or holding
     sensitive data), both stay, linked as coexisting."""
-    settings = context.settings
-    content = _usable_merge(revision.merged_content, settings) or _usable_merge(merge(old.content, new.content), settings)
+    content = _merged_text(revision.merged_content, old, new, context.settings)
     if content is None:
         await repository.link(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
         revision.decision = "COEXIST"
         revision.note = "; ".join(filter(None, [revision.note, "no merged text could be stored, so both stay"]))
         return
-    embedding = (await context.embedder.embed_passages([content]))[0]
+    embedding = merged_vectors.get(content)
+    if embedding is None:  # not embedded with the ruling (a pending revision applied later)
+        embedding = (await context.embedder.embed_passages([content]))[0]
     merged = records.new_memory(
         namespace=new.namespace,
         content=content,
@@ -239,15 +266,23 @@ async def _apply_refine(
 
 
 async def apply(
-    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, context: Context
+    session: AsyncSession,
+    revision: RevisionLog,
+    new: Memory,
+    old: Memory,
+    *,
+    context: Context,
+    merged_vectors: Mapping[str, np.ndarray] | None = None,
 ) -> None:
+    """Apply a judgement; `merged_vectors` holds the embeddings of merged texts computed with
+    the ruling, before the lock was taken."""
     at = new.created_at
     if revision.decision == "CONFLICT":
         await _apply_conflict(session, revision, new, old, at=at)
     elif revision.decision == "DUPLICATE":
         await _apply_duplicate(session, revision, new, old, at=at, settings=context.settings)
     elif revision.decision == "REFINE":
-        await _apply_refine(session, revision, new, old, at=at, context=context)
+        await _apply_refine(session, revision, new, old, at=at, context=context, merged_vectors=merged_vectors or {})
     elif revision.decision == "COEXIST":
         await repository.link(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
     revision.status = "applied" if revision.decision != "UNRELATED" else "logged"
@@ -258,14 +293,9 @@ async def apply(
 # --- triggers and judgement ------------------------------------------------------------------
 
 
-async def _same_key(session: AsyncSession, new: Memory, *, context: Context) -> list[RevisionLog]:
+async def _same_key(session: AsyncSession, new: Memory, olds: list[Memory], *, context: Context) -> list[RevisionLog]:
     """A newer memory with the key of an active one replaces it, no judge asked."""
-    if not new.key:
-        return []
     revisions = []
-    olds = await repository.active_with_key(
-        session, namespace=new.namespace, key=new.key, exclude=new.id, not_after=new.created_at
-    )
     for old in olds:
         episodic = old.memory_type == "episodic"
         held = None if episodic else outranked(new, old, context.settings)
@@ -298,24 +328,38 @@ async def triggered(
     context: Context,
     exclude: list[UUID],
     periodic: bool = False,
+    scanned: Scan | None = None,
 ) -> list[Triggered]:
     """The nearest active semantic/working memories of the namespace worth judging: above the
     strong threshold, or, when the new text carries a correction cue, the nearest few. Only
     memories no newer than this one: a memory never revises what was written after it (an
-    import of an old fact, a deferred job that runs late)."""
+    import of an old fact, a deferred job that runs late). Read from `scanned` (the write's
+    own neighbour scan) when it holds them all, else scanned here."""
     settings = context.settings
     wanted = max(settings.strong_trigger_candidates, settings.weak_trigger_candidates)
-    nearest = await memories.nearest_active(
-        session,
-        namespace=new.namespace,
-        embedding=embedding,
-        limit=wanted,
-        exclude=[new.id, *exclude],
-        memory_types=repository.REVISABLE_TYPES,
-        not_after=new.created_at,
-    )
+    excluded = {new.id, *exclude}
+    nearest = None
+    if scanned is not None:
+        nearest = [
+            (memory, similarity)
+            for memory, similarity in scanned.rows
+            if memory.id not in excluded and memory.memory_type in repository.REVISABLE_TYPES and memory.created_at <= new.created_at
+        ][:wanted]
+        if len(nearest) < wanted and not scanned.complete:
+            nearest = None  # others may rank beyond what the scan read
+    if nearest is None:
+        nearest = await memories.nearest_active(
+            session,
+            namespace=new.namespace,
+            embedding=embedding,
+            limit=wanted,
+            exclude=list(excluded),
+            memory_types=repository.REVISABLE_TYPES,
+            not_after=new.created_at,
+        )
     cue = change_cue(new.content)
-    judged_before = await repository.judged_against(session, new.id)
+    # A memory not stored yet was judged against nothing.
+    judged_before = await repository.judged_against(session, new.id) if inspect(new).persistent else set()
     best = nearest[0][1] if nearest else 0.0
     chosen: list[Triggered] = []
     for rank, (memory, similarity) in enumerate(nearest):
@@ -343,14 +387,50 @@ def _guarded(judgement: Judgement, new: Memory, old: Memory) -> tuple[Judgement,
     return softened, reason
 
 
-async def judge_and_apply(
-    session: AsyncSession, new: Memory, triggered: list[Triggered], *, context: Context
-) -> list[RevisionLog]:
-    if not triggered:
-        return []
+@dataclass(frozen=True, slots=True)
+class Ruled:
+    """A judge's ruling on a memory's candidates, asked with no lock held, with what it was
+    asked about (each candidate's id and version) and the embeddings of the merged texts its
+    REFINEs would store."""
+
+    seen: tuple[tuple[UUID, int, str], ...]
+    ruling: Ruling
+    merged_vectors: dict[str, np.ndarray]
+
+
+def _seen(triggered: list[Triggered]) -> tuple[tuple[UUID, int, str], ...]:
+    return tuple((item.memory.id, item.memory.version, item.trigger) for item in triggered)
+
+
+def still_holds(ruled: Ruled | None, triggered: list[Triggered]) -> bool:
+    """The ruling was made on exactly these candidates and none changed since (the optimistic lock)."""
+    return ruled is not None and ruled.seen == _seen(triggered)
+
+
+async def rule(new: Memory, triggered: list[Triggered], *, context: Context) -> Ruled:
+    """Ask the judge about the candidates and embed any merged text its REFINEs would store:
+    the slow part of a revision, which no lock may be held across."""
     ruling: Ruling = await context.judge.rule(
         _judged(new), [Candidate(memory=_judged(item.memory), similarity=item.similarity) for item in triggered]
     )
+    texts = []
+    for item, judgement in zip(triggered, ruling.items, strict=True):
+        if judgement.decision == "REFINE" and (content := _merged_text(judgement.merged_content, item.memory, new, context.settings)):
+            texts.append(content)
+    texts = list(dict.fromkeys(texts))
+    vectors = list(await context.embedder.embed_passages(texts)) if texts else []
+    return Ruled(_seen(triggered), ruling, dict(zip(texts, vectors, strict=True)))
+
+
+async def judge_and_apply(
+    session: AsyncSession, new: Memory, triggered: list[Triggered], *, context: Context, ruled: Ruled | None = None
+) -> list[RevisionLog]:
+    """Apply the judge's ruling on the candidates: `ruled` if it still holds, else asked now."""
+    if not triggered:
+        return []
+    if not still_holds(ruled, triggered):
+        ruled = await rule(new, triggered, context=context)
+    ruling = ruled.ruling
     threshold = context.settings.revision_confidence_threshold
     # A new memory may supersede several outdated ones, but once it is folded away (a
     # restatement, or merged) nothing else it said needs acting on: the surest judgement wins.
@@ -393,19 +473,76 @@ async def judge_and_apply(
         elif takes_action and (held or not confident):
             await _hold(session, revision, new, item.memory, uncertain=bool(held))
         else:
-            await apply(session, revision, new, item.memory, context=context)
+            await apply(session, revision, new, item.memory, context=context, merged_vectors=ruled.merged_vectors)
             folded = folded or judgement.decision in ("DUPLICATE", "REFINE")
     await session.flush()
     return revisions
 
 
-async def revise_new_memory(
-    session: AsyncSession, new: Memory, *, embedding: np.ndarray, context: Context
-) -> list[RevisionLog]:
-    """Run every write-time trigger for a memory just stored (the namespace lock is held)."""
+@dataclass(frozen=True, slots=True)
+class Triggers:
+    """What a memory's write-time triggers found: the active memories with its key (replaced
+    with no judge asked) and the candidates to judge."""
+
+    same_key: list[Memory]
+    candidates: list[Triggered]
+
+
+async def find_triggers(
+    session: AsyncSession, new: Memory, *, embedding: np.ndarray, context: Context, scanned: Scan | None = None
+) -> Triggers:
+    """The write-time triggers of a memory, stored or about to be (the namespace lock is held)."""
     if new.source.get("revision_id"):
-        return []  # a revision's own output never re-triggers revision
-    revisions = await _same_key(session, new, context=context)
-    replaced = [revision.old_memory_id for revision in revisions if revision.old_memory_id]
-    candidates = await triggered(session, new, embedding=embedding, context=context, exclude=replaced)
-    return revisions + await judge_and_apply(session, new, candidates, context=context)
+        return Triggers([], [])  # a revision's own output never re-triggers revision
+    olds = []
+    if new.key:
+        olds = await repository.active_with_key(
+            session, namespace=new.namespace, key=new.key, exclude=new.id, not_after=new.created_at
+        )
+    candidates = await triggered(
+        session, new, embedding=embedding, context=context, exclude=[old.id for old in olds], scanned=scanned
+    )
+    return Triggers(olds, candidates)
+
+
+async def revise_new_memory(
+    session: AsyncSession,
+    new: Memory,
+    *,
+    embedding: np.ndarray,
+    context: Context,
+    triggers: Triggers | None = None,
+    ruled: Ruled | None = None,
+) -> list[RevisionLog]:
+    """Run every write-time trigger for a memory just stored (the namespace lock is held), with
+    the triggers found and the ruling made on them beforehand when given."""
+    if triggers is None:
+        triggers = await find_triggers(session, new, embedding=embedding, context=context)
+    revisions = await _same_key(session, new, triggers.same_key, context=context)
+    return revisions + await judge_and_apply(session, new, triggers.candidates, context=context, ruled=ruled)
+
+
+async def revise_stored(
+    session: AsyncSession, memory: Memory, *, embedding: np.ndarray, context: Context, periodic: bool = False
+) -> list[RevisionLog]:
+    """Revise a memory already stored (the queue's worker, a review). Its candidates are read
+    under the namespace lock, judged with the lock released (the transaction commits: call it
+    with nothing else pending) and the ruling applied under the lock again if they still stand;
+    else judged again, the last attempt under the lock. The lock is held on return."""
+    ruled = None
+    attempts = context.settings.revision_judge_attempts
+    for attempt in range(attempts):
+        await memories.lock_namespace(session, memory.namespace)
+        await session.refresh(memory)
+        if memory.status != "active":
+            return []
+        if periodic:
+            candidates = await triggered(session, memory, embedding=embedding, context=context, exclude=[], periodic=True)
+            found = Triggers([], candidates)
+        else:
+            found = await find_triggers(session, memory, embedding=embedding, context=context)
+        if not found.candidates or not context.judge.slow or still_holds(ruled, found.candidates) or attempt == attempts - 1:
+            return await revise_new_memory(session, memory, embedding=embedding, context=context, triggers=found, ruled=ruled)
+        await session.commit()  # releases the lock while the judge thinks
+        ruled = await rule(memory, found.candidates, context=context)
+    return []  # not reached: the last attempt applies

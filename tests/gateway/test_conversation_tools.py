@@ -51,7 +51,13 @@ async def test_remember_a_turn_then_get_the_context_for_the_next(settings, api_u
         again = await client.call_tool(
             "hindsight_remember_conversation", {"session_id": "chat-1", "namespace": namespace, "messages": turn}
         )
-        assert again.structured_content["already_stored"] == 2
+        # The same call again carries the same Idempotency-Key: the first answer, nothing stored twice.
+        assert again.structured_content == remembered.structured_content
+        more = [*turn, {"id": "u2", "role": "user", "content": "Thanks, I'll try that.", "at": now.isoformat()}]
+        extended = await client.call_tool(
+            "hindsight_remember_conversation", {"session_id": "chat-1", "namespace": namespace, "messages": more}
+        )
+        assert (extended.structured_content["stored"], extended.structured_content["already_stored"]) == (1, 2)
 
         context = await client.call_tool(
             "hindsight_context",

@@ -8,7 +8,7 @@ import pytest
 from mcp import Client
 
 from app.core.metrics import GATEWAY_REGISTRY
-from app.gateway.api import Api, Call
+from app.gateway.api import Api, ApiUnavailable, Call
 from app.gateway.server import build_server
 from tests.gateway.conftest import free_port, serving
 
@@ -78,17 +78,54 @@ async def test_the_gateway_serves_health_and_metrics_over_http_while_the_api_is_
     assert "hindsight_searches_total" not in response.text  # the API's series are not the gateway's
 
 
-async def test_a_dropped_connection_is_retried_once():
-    attempts = []
-
-    def drop_first(request: httpx.Request) -> httpx.Response:
-        attempts.append(request.headers["x-session-id"])
+def failing_first(error: Exception, attempts: list[httpx.Request]):
+    def transport(request: httpx.Request) -> httpx.Response:
+        attempts.append(request)
         if len(attempts) == 1:
-            raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
-        return httpx.Response(200, json={"hits": []})
+            raise error
+        return httpx.Response(200, json={"ok": True})
 
-    api = Api("http://api", timeout_seconds=1, transport=httpx.MockTransport(drop_first))
-    answer = await api.send(Call("POST", "/v1/memories/search", {"query": "q"}, "s-1", None))
-    assert answer == {"hits": []}
-    assert attempts == ["s-1", "s-1"]
+    return httpx.MockTransport(transport)
+
+
+DROPPED = httpx.RemoteProtocolError("Server disconnected without sending a response.")
+
+
+async def test_a_read_is_retried_once_on_a_dropped_connection():
+    attempts: list[httpx.Request] = []
+    api = Api("http://api", timeout_seconds=1, transport=failing_first(DROPPED, attempts))
+    answer = await api.send(Call("POST", "/v1/memories/search", {"query": "q"}, "s-1", None, reads=True))
+    assert answer == {"ok": True}
+    assert [request.headers["x-session-id"] for request in attempts] == ["s-1", "s-1"]
+    assert "idempotency-key" not in attempts[0].headers
+    await api.aclose()
+
+
+async def test_a_write_is_retried_with_the_same_idempotency_key():
+    attempts: list[httpx.Request] = []
+    api = Api("http://api", timeout_seconds=1, transport=failing_first(DROPPED, attempts))
+    call = Call("POST", "/v1/events", {"namespace": "user:u1", "task_id": "t"}, "s-1", None, keyed=True)
+    assert await api.send(call) == {"ok": True}
+    keys = [request.headers["idempotency-key"] for request in attempts]
+    assert len(keys) == 2 and keys[0] == keys[1]
+    # The same call made again later (the agent, after a degraded answer) carries the same key;
+    # another call does not.
+    assert call.idempotency_key() == keys[0]
+    other = Call("POST", "/v1/events", {"namespace": "user:u1", "task_id": "t2"}, "s-1", None, keyed=True)
+    assert other.idempotency_key() != keys[0]
+    assert Call("POST", "/v1/events", call.body, "s-2", None, keyed=True).idempotency_key() != keys[0]
+    await api.aclose()
+
+
+async def test_a_write_without_a_key_is_retried_only_when_nothing_was_sent():
+    attempts: list[httpx.Request] = []
+    api = Api("http://api", timeout_seconds=1, transport=failing_first(DROPPED, attempts))
+    review = Call("POST", "/v1/review", {"namespace": "user:u1"}, "s-1", None)
+    with pytest.raises(ApiUnavailable):  # the tool answers degraded
+        await api.send(review)
+    assert len(attempts) == 1
+    attempts.clear()
+    refused = httpx.ConnectError("Connection refused")
+    api = Api("http://api", timeout_seconds=1, transport=failing_first(refused, attempts))
+    assert await api.send(review) == {"ok": True} and len(attempts) == 2
     await api.aclose()

@@ -39,20 +39,20 @@ async def test_checkup_archives_expired_and_long_superseded_and_dry_run_changes_
         )
     sessions = create_sessionmaker(engine)
 
-    dry = await checkup(sessions, settings=settings, dry_run=True)
+    dry = await checkup(sessions, engine, settings=settings, dry_run=True)
     assert dry.dry_run and dry.archived_expired >= 1 and dry.archived_superseded >= 1
     assert dry.triggers["same_key"].judgements >= 1
     statuses = {m["id"]: m["status"] for m in (await live_client.get("/debug/recent", params={"namespace": live_namespace})).json()["memories"]}
     assert statuses == {expired["id"]: "active", old["id"]: "superseded", new["id"]: "active", kept["id"]: "active"}
 
-    report = await checkup(sessions, settings=settings.model_copy(update={"checkup_batch": 1}), dry_run=False)
+    report = await checkup(sessions, engine, settings=settings.model_copy(update={"checkup_batch": 1}), dry_run=False)
     assert report.archived_expired >= 1 and report.archived_superseded >= 1
     statuses = {m["id"]: m["status"] for m in (await live_client.get("/debug/recent", params={"namespace": live_namespace})).json()["memories"]}
     assert statuses == {expired["id"]: "archived", old["id"]: "archived", new["id"]: "active", kept["id"]: "active"}
     history = (await live_client.get(f"/v1/memories/{old['id']}")).json()
     assert [v["status"] for v in history["versions"]] == ["active", "superseded", "archived"]
     assert history["versions"][-1]["changed_by"] == "checkup:superseded"
-    again = await checkup(sessions, settings=settings, dry_run=True)
+    again = await checkup(sessions, engine, settings=settings, dry_run=True)
     assert again.archived_expired == 0 and again.archived_superseded == 0
 
 

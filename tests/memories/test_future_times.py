@@ -23,7 +23,7 @@ def _at(delta: timedelta) -> str:
     ids=["year-3000", "past-the-skew"],
 )
 async def test_a_write_from_the_future_is_refused_and_supersedes_nothing(client: AsyncClient, db_session, ahead):
-    created_at = _at(ahead)  # taken when the test runs: a suite on a loaded machine reaches it minutes after collection
+    created_at = _at(ahead)  # from when the test runs: collection may be minutes earlier
     current = await client.post("/v1/memories", json={"namespace": NS, "key": KEY, "content": "User lives in Porto."})
     assert current.status_code == 201
     before = await stored_state(db_session)

@@ -53,7 +53,7 @@ async def test_eleven_writes_a_minute_flag_the_session(limited: AsyncClient, req
     flags_before = REGISTRY.get_sample_value("hindsight_write_rate_flags_total") or 0.0
     for n in range(11):
         assert (await write(limited, n, "s-fast")).status_code == 201
-    anomalies = (await limited.get("/debug/anomalies")).json()["anomalies"]
+    anomalies = (await limited.get("/debug/anomalies", params={"namespace": NS})).json()["anomalies"]
     assert [(a["session_id"], a["namespace"], a["writes"]) for a in anomalies] == [("s-fast", NS, 11)]
     assert anomalies[0]["first_seen"] <= anomalies[0]["last_seen"]
     warnings = [r for r in request_ids.records if r.levelno == logging.WARNING and "s-fast" in r.getMessage()]
@@ -82,7 +82,7 @@ async def test_batch_items_count_per_session(limited: AsyncClient):
     items = [{"namespace": NS, "content": f"Batch line {n}.", "session_id": "s-batch"} for n in range(12)]
     assert (await limited.post("/v1/memories:batch", json={"items": items})).status_code == 429
     assert (await limited.post("/v1/memories:batch", json={"items": items[:11]})).status_code == 200
-    assert [a["session_id"] for a in (await limited.get("/debug/anomalies")).json()["anomalies"]] == ["s-batch"]
+    assert [a["session_id"] for a in (await limited.get("/debug/anomalies", params={"namespace": NS})).json()["anomalies"]] == ["s-batch"]
 
 
 async def test_without_a_hard_limit_writes_are_only_flagged(client: AsyncClient):
@@ -90,28 +90,39 @@ async def test_without_a_hard_limit_writes_are_only_flagged(client: AsyncClient)
         assert (await write(client, n, "s-unlimited")).status_code == 201
 
 
-def test_retry_after_is_when_the_oldest_write_leaves_the_window():
+async def test_retry_after_is_when_the_oldest_write_leaves_the_window(db_session: AsyncSession):
     clock = Clock()
     rate = WriteRate(flag_above=2, limit=3, flags_kept=10, clock=clock)
     for step in range(3):
-        rate.admit([CALLER_S])
+        await rate.admit(db_session, [CALLER_S])
         clock.now += 10
     with pytest.raises(RateLimited) as refused:
-        rate.admit([CALLER_S])
+        await rate.admit(db_session, [CALLER_S])
     assert refused.value.headers == {"Retry-After": "30"}  # the first write was 30 s ago
     clock.now += 30
-    rate.admit([CALLER_S])
-    assert len(rate.flags) == 1 and rate.flags[0].writes == 3
+    await rate.admit(db_session, [CALLER_S])
+    flags = await rate.flags(db_session, namespace=NS)
+    assert len(flags) == 1 and flags[0].writes == 3
 
 
-def test_a_burst_after_a_quiet_minute_is_a_new_flag():
+async def test_a_burst_after_a_quiet_minute_is_a_new_flag(db_session: AsyncSession):
     clock = Clock()
     rate = WriteRate(flag_above=1, limit=None, flags_kept=10, clock=clock)
-    rate.admit([CALLER_S, CALLER_S])
+    await rate.admit(db_session, [CALLER_S, CALLER_S])
     clock.now += 120
-    rate.admit([CALLER_S])
-    rate.admit([CALLER_S, ("caller", None, NS)])
-    assert [flag.writes for flag in rate.flags] == [2, 2]
+    await rate.admit(db_session, [CALLER_S])
+    await rate.admit(db_session, [CALLER_S, ("caller", None, NS)])
+    assert [flag.writes for flag in await rate.flags(db_session, namespace=NS)] == [2, 2]
+
+
+async def test_only_the_newest_flags_are_kept_and_idle_windows_are_dropped(db_session: AsyncSession):
+    clock = Clock()
+    rate = WriteRate(flag_above=1, limit=None, flags_kept=3, clock=clock)
+    for number in range(5):
+        await rate.admit(db_session, [("caller", f"s-{number}", NS)] * 2)
+    assert [flag.session_id for flag in await rate.flags(db_session, namespace=NS)] == ["s-4", "s-3", "s-2"]
+    clock.now += 61
+    assert await rate.forget_idle(db_session) >= 5
 
 
 @pytest.fixture

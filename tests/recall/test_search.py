@@ -190,3 +190,28 @@ async def test_lexical_route_falls_back_to_trigrams_for_a_misspelt_name(client, 
     result = await search(client, "Zbignew", top_k=1, explain=True)
     assert [c["memory_id"] for c in result["explain"]["routes"]["lexical"]] == [target["id"]]
     assert ids(result) == [target["id"]]
+
+
+async def test_a_search_needs_one_connection(settings, embedder, schema_checker, database_url, live_namespace):
+    """With a pool of a single connection, writes and searches still answer: a search runs its
+    routes on its request's connection (it took five before), and counts its hits once that
+    connection is back in the pool."""
+    from httpx import ASGITransport
+
+    from app.core.database import create_engine
+    from tests.conftest import _app
+
+    tight = settings.model_copy(update={"db_pool_size": 1, "db_max_overflow": 0})
+    engine = create_engine(tight, database_url)
+    app = _app(tight, engine, embedder, schema_checker)
+    try:
+        async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as http:
+            written = await http.post("/v1/memories", json={"namespace": live_namespace, "content": "User's bike is blue."})
+            assert written.status_code == 201
+            found = await http.post("/v1/memories/search", json={"namespace": live_namespace, "query": "bike colour"})
+            assert found.status_code == 200 and found.json()["hits"]
+    finally:
+        async with engine.begin() as connection:
+            await connection.execute(text("DELETE FROM memories WHERE namespace = :ns"), {"ns": live_namespace})
+            await connection.execute(text("DELETE FROM namespace_state WHERE namespace = :ns"), {"ns": live_namespace})
+        await engine.dispose()

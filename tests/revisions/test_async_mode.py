@@ -1,18 +1,23 @@
-"""HINDSIGHT_REVISION_MODE=async: the write defers, the worker revises, reads see the write at once."""
+"""HINDSIGHT_REVISION_MODE=async: the write defers, in its own transaction, the worker revises,
+reads see the write at once."""
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.database import create_sessionmaker
+from app.memories import service
+from app.memories.schemas import MemoryWrite
 from app.revisions import queue
 from app.revisions.judges import RulesJudge
 from app.revisions.service import Context
 
 
 @pytest.fixture
-async def revision_queue(engine, database_url, live_client, live_namespace):
+async def revision_queue(engine, database_url, live_client, live_namespace, settings):
+    app = live_client._transport.app
+    app.state.settings = settings.model_copy(update={"revision_mode": "async"})
     async with queue.connected(database_url) as connected:
-        live_client._transport.app.state.revision_queue = connected
         yield connected
     async with engine.begin() as connection:
         await connection.execute(
@@ -41,3 +46,29 @@ async def test_write_defers_revision_to_the_worker(live_client, live_namespace, 
     assert detail["memory"]["superseded_by"] == written.json()["memory"]["id"]
     after = (await live_client.post("/v1/memories/search", json={**search, "query": "Which city now?"})).json()["hits"]
     assert [hit["memory"]["content"] for hit in after] == ["User lives in Denver."]
+
+
+async def _jobs_for(engine, memory_id) -> int:
+    async with engine.connect() as connection:
+        statement = text("SELECT count(*) FROM procrastinate_jobs WHERE args->>'memory_id' = :id")
+        return await connection.scalar(statement, {"id": str(memory_id)})
+
+
+async def test_the_job_is_queued_in_the_writes_transaction(engine, embedder, settings, live_namespace):
+    """Seen by workers once the write commits, never if it rolls back, never before the memory exists."""
+    context = Context(judge=RulesJudge(), embedder=embedder, settings=settings, defer=queue.defer)
+    for commits in (False, True):
+        async with engine.connect() as connection:
+            session = AsyncSession(bind=connection, expire_on_commit=False)
+            request = MemoryWrite(namespace=live_namespace, content=f"User keeps bees (committed: {commits}).")
+            written = await service.write(session, request=request, context=context)
+            assert await _jobs_for(engine, written.memory.id) == 0  # another connection sees nothing yet
+            await (session.commit() if commits else session.rollback())
+            assert await _jobs_for(engine, written.memory.id) == (1 if commits else 0)
+            await session.close()
+    async with engine.begin() as connection:
+        await connection.execute(
+            text("DELETE FROM procrastinate_jobs WHERE args->>'memory_id' IN (SELECT id::text FROM memories WHERE namespace = :ns)"),
+            {"ns": live_namespace},
+        )
+        await connection.execute(text("DELETE FROM memories WHERE namespace = :ns"), {"ns": live_namespace})

@@ -70,7 +70,7 @@ async def test_periodic_review_judges_recent_memories_in_one_batch(client, scrip
     assert (await client.post("/v1/review", json={"namespace": NS})).json()["revisions"] == []
 
 
-async def test_review_runs_by_itself_every_n_writes(client, scripted_llm, settings, monkeypatch):
+async def test_review_runs_by_itself_every_n_writes_after_the_write(client, scripted_llm, settings, monkeypatch):
     monkeypatch.setattr(settings, "review_every_writes", 3)
     monkeypatch.setattr(settings, "strong_trigger_threshold", 0.999)
     scripted_llm.decide = every_candidate("UNRELATED")
@@ -78,7 +78,18 @@ async def test_review_runs_by_itself_every_n_writes(client, scripted_llm, settin
     await write(client, "User plays chess online.")
     monkeypatch.setattr(settings, "strong_trigger_threshold", 0.8)
     third = await write(client, "User collects stamps.")
-    assert any(r["trigger"] == "periodic" for r in third["revisions"])
+    # Never inside the client's write: the review is started once the third write committed.
+    assert not any(r["trigger"] == "periodic" for r in third["revisions"])
+    assert not any(r["trigger"] == "periodic" for r in await revisions(client))
+    background = client._transport.app.state.background
+    await background.drain()
+    periodic = [r["id"] for r in await revisions(client) if r["trigger"] == "periodic"]
+    assert periodic
+    # The counter started again: the next two writes do not make another review due.
+    await write(client, "User collects coins.")
+    await write(client, "User collects shells.")
+    await background.drain()
+    assert [r["id"] for r in await revisions(client) if r["trigger"] == "periodic"] == periodic
 
 
 async def test_chain_a_b_c_reads_both_ways(client, scripted_llm):

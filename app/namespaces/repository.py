@@ -1,0 +1,62 @@
+"""SQL of `namespace_state`."""
+
+from collections.abc import Mapping, Sequence
+
+from sqlalchemy import bindparam, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
+
+from app.models import NamespaceState
+
+# One statement per commit for every namespace it wrote: the generation goes up by one, new
+# memories are counted, and the review counter is reset when it reaches the period (0: never).
+# Rows are taken in namespace order, so two commits cannot wait on each other's rows.
+_COMMITTED = text(
+    """
+    INSERT INTO namespace_state AS state (namespace, generation, writes_since_review, memories)
+    SELECT written.namespace, 1,
+           CASE WHEN :every > 0 AND written.new >= :every THEN 0 ELSE written.new END, written.new
+    FROM unnest(CAST(:namespaces AS text[]), CAST(:new AS bigint[])) AS written(namespace, new)
+    ORDER BY written.namespace
+    ON CONFLICT (namespace) DO UPDATE SET
+        generation = state.generation + 1,
+        writes_since_review = CASE
+            WHEN :every > 0 AND state.writes_since_review + excluded.memories >= :every THEN 0
+            ELSE state.writes_since_review + excluded.memories END,
+        memories = state.memories + excluded.memories,
+        updated_at = now()
+    RETURNING namespace, writes_since_review
+    """
+).bindparams(bindparam("namespaces"), bindparam("new"), bindparam("every"))
+
+
+def committed(session: Session, new_memories: Mapping[str, int], *, review_every: int) -> list[str]:
+    """Record a commit's writes (sync: runs in the session's before-commit hook); the namespaces
+    whose periodic review is now due."""
+    namespaces = sorted(new_memories)
+    rows = session.execute(
+        _COMMITTED,
+        {"namespaces": namespaces, "new": [new_memories[name] for name in namespaces], "every": review_every},
+    )
+    # A namespace that gained memories and whose counter reads 0 was just reset: it is due.
+    return [namespace for namespace, since_review in rows.all() if new_memories[namespace] and not since_review]
+
+
+async def generations(session: AsyncSession, namespaces: Sequence[str]) -> dict[str, int]:
+    """Each namespace's generation; 0 for one never written."""
+    statement = select(NamespaceState.namespace, NamespaceState.generation).where(NamespaceState.namespace.in_(namespaces))
+    found = dict((await session.execute(statement)).tuples().all())
+    return {namespace: found.get(namespace, 0) for namespace in namespaces}
+
+
+async def size(session: AsyncSession, namespace: str) -> int:
+    """How many memories were ever written to the namespace (a size, not a live count)."""
+    return int(await session.scalar(select(NamespaceState.memories).where(NamespaceState.namespace == namespace)) or 0)
+
+
+async def forget_empty(session: AsyncSession) -> int:
+    """Drop the state of namespaces that hold no memory any more."""
+    result = await session.execute(
+        text("DELETE FROM namespace_state AS state WHERE NOT EXISTS (SELECT 1 FROM memories WHERE namespace = state.namespace)")
+    )
+    return result.rowcount or 0

