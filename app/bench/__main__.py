@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from app.bench import conversations as conversation_suite
-from app.bench import harness, ingest, latency, locomo, longmemeval, retrieval, updates
+from app.bench import harness, ingest, latency, lme_retrieval, locomo, longmemeval, retrieval, updates
 from app.core.migrations import scratch_database
 from app.core.settings import settings
+from app.recall.cache import SearchCache
 from app.revisions.judges import build_judge
 from app.revisions.rules import FALLBACKS, RULE_NAMES
 
@@ -41,8 +42,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app.bench", description=__doc__)
     parser.add_argument(
         "--suites",
-        default="locomo,updates,latency,conversations,ingest",
-        help="comma list of: locomo, updates, latency, conversations, ingest",
+        default="locomo,longmemeval,updates,latency,conversations,ingest",
+        help="comma list of: locomo, longmemeval (retrieval), updates, latency, conversations, ingest",
     )
     parser.add_argument(
         "--data",
@@ -59,7 +60,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help=f"update case files, split into tuning and report parts by a hash of each case id "
         f"(default: <data>/{_listed(NEEDS['updates'])})",
     )
-    parser.add_argument("--no-ablation", action="store_true", help="skip the rule ablation (one updates run per rule)")
+    parser.add_argument(
+        "--no-ablation", action="store_true", help="skip the ablations (one updates run per rule, one search per relevance component)"
+    )
     parser.add_argument("--show-tuning-failures", action="store_true", help="print the tuning split's failed cases")
     parser.add_argument("--locomo", type=Path, default=None, help=f"default: <data>/{NEEDS['locomo'][0]}")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
@@ -72,6 +75,24 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--longmemeval", type=Path, default=None, help=f"default: <data>/{NEEDS['longmemeval'][0]}")
     parser.add_argument(
         "--lme-per-type", type=int, default=4, help="LongMemEval questions per question type (half tuning, half report)"
+    )
+    parser.add_argument(
+        "--lme-retrieval-per-type",
+        type=int,
+        default=8,
+        help="LongMemEval retrieval suite: questions per question type (half tuning, half report)",
+    )
+    parser.add_argument(
+        "--locomo-ablation-stride",
+        type=int,
+        default=4,
+        help="LoCoMo ablation rows search every Nth question of each conversation (each row is a full pass otherwise)",
+    )
+    parser.add_argument(
+        "--locomo-embedding-cache",
+        type=Path,
+        default=Path("bench-results") / "locomo-embeddings.npz",
+        help="LoCoMo passage vectors kept between runs",
     )
     parser.add_argument("--budgets", default="1000,2000", help="context budgets in tokens")
     parser.add_argument(
@@ -90,7 +111,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     args.longmemeval = args.longmemeval or data / NEEDS["longmemeval"][0]
     suites = {suite.strip() for suite in args.suites.split(",")}
     # The conversations suite also replays the update cases as conversations.
-    wanted = {"locomo": [args.locomo], "updates": args.updates, "conversations": [args.longmemeval, *args.updates]}
+    wanted = {
+        "locomo": [args.locomo],
+        "longmemeval": [args.longmemeval],
+        "updates": args.updates,
+        "conversations": [args.longmemeval, *args.updates],
+    }
     missing = [str(path) for suite, paths in wanted.items() if suite in suites for path in paths if not path.is_file()]
     if missing:
         looked = "" if args.data else f" (looked in {', '.join(str(path) for path in candidates)})"
@@ -101,31 +127,37 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _scores_json(scores: dict[str, dict[str, locomo.Scores]]) -> dict[str, Any]:
+def _scores_json(scores: dict[str, dict[str, dict[str, locomo.Scores]]]) -> dict[str, Any]:
     return {
-        system: {
-            group: {"count": s.count, "recall": s.recall, "ndcg": s.ndcg} for group, s in groups.items()
+        split: {
+            system: {group: {"count": s.count, "recall": s.recall, "ndcg": s.ndcg} for group, s in groups.items()}
+            for system, groups in systems.items()
         }
-        for system, groups in scores.items()
+        for split, systems in scores.items()
     }
 
 
-def _locomo_table(scores: dict[str, dict[str, locomo.Scores]]) -> str:
+def _locomo_table(scores: dict[str, dict[str, dict[str, locomo.Scores]]]) -> str:
     groups = ["all", *locomo.CATEGORY_NAMES.values()]
     lines = [
-        "LoCoMo retrieval, categories 1-4 (recall@5/@10/@25, NDCG@10; per-category columns are recall@10)",
-        f"| system | R@5 | R@10 | R@25 | NDCG@10 | {' | '.join(groups[1:])} |",
-        "|---|---|---|---|---|" + "---|" * (len(groups) - 1),
+        "LoCoMo retrieval, categories 1-4 (recall@5/@10/@25, NDCG@10; per-category columns are recall@10); "
+        "tuning = conversations 1-5 in file order, report = 6-10; -X = component X switched off",
+        f"| split | system | R@5 | R@10 | R@25 | NDCG@10 | {' | '.join(groups[1:])} |",
+        "|---|---|---|---|---|---|" + "---|" * (len(groups) - 1),
     ]
-    for system, by_group in scores.items():
-        overall = by_group["all"]
-        per_category = " | ".join(f"{by_group[g].recall[10]:.3f}" for g in groups[1:])
-        lines.append(
-            f"| {system} | {overall.recall[5]:.3f} | {overall.recall[10]:.3f} | {overall.recall[25]:.3f} "
-            f"| {overall.ndcg[10]:.3f} | {per_category} |"
-        )
-    counts = ", ".join(f"{g} {scores['bm25'][g].count}" for g in groups)
-    lines.append(f"questions: {counts}")
+    for split, systems in scores.items():
+        for system, by_group in systems.items():
+            overall = by_group["all"]
+            per_category = " | ".join(f"{by_group[g].recall[10]:.3f}" if g in by_group else "-" for g in groups[1:])
+            lines.append(
+                f"| {split} | {system} | {overall.recall[5]:.3f} | {overall.recall[10]:.3f} | {overall.recall[25]:.3f} "
+                f"| {overall.ndcg[10]:.3f} | {per_category} |"
+            )
+        by_group = systems["hindsight"]
+        counts = ", ".join(f"{g} {by_group[g].count}" for g in groups if g in by_group)
+        ratio = systems["hindsight+access"]["all"].recall[10] / max(by_group["all"].recall[10], 1e-9)
+        vs_bm25 = by_group["all"].recall[10] / max(systems["bm25"]["all"].recall[10], 1e-9)
+        lines.append(f"{split}: questions {counts}; recall@10 vs BM25 x{vs_bm25:.2f}; accessed-replay ratio {ratio:.3f}")
     return "\n".join(lines)
 
 
@@ -268,15 +300,38 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
     results: dict[str, Any] = {}
     tables: list[str] = []
     async with harness.running_service(settings, database_url) as (app, client):
+        real_embedder, real_cache = app.state.embedder, app.state.search_cache
+        if {"locomo", "longmemeval"} & suites:
+            # Each ablation variant repeats a search: none may be answered from the cache.
+            app.state.search_cache = SearchCache(ttl_seconds=0, max_bytes=0)
         if "locomo" in suites:
             conversations = locomo.load(args.locomo)[: args.conversations]
-            recorder = retrieval.RecordingEmbedder(app.state.embedder)
-            app.state.embedder = recorder
+            app.state.embedder = caching = conversation_suite.CachingEmbedder(real_embedder, path=args.locomo_embedding_cache)
             began = time.perf_counter()
-            scores = await retrieval.run(client, recorder, conversations)
-            app.state.embedder = recorder._real
+            scores = await retrieval.run(
+                client, caching, conversations, ablate=not args.no_ablation, ablation_stride=args.locomo_ablation_stride
+            )
+            app.state.embedder = real_embedder
             results["locomo"] = {"seconds": round(time.perf_counter() - began, 1), "scores": _scores_json(scores)}
             tables.append(_locomo_table(scores))
+        if "longmemeval" in suites:
+            questions = longmemeval.sample(longmemeval.load(args.longmemeval), per_type=args.lme_retrieval_per_type)
+            app.state.embedder = caching = conversation_suite.CachingEmbedder(real_embedder, path=args.embedding_cache)
+            logging.getLogger("app.memories.write_rate").setLevel(logging.ERROR)
+            began = time.perf_counter()
+            answer = await lme_retrieval.run(
+                app,
+                client,
+                questions,
+                embedder=caching,
+                ablate=not args.no_ablation,
+                progress=args.out.with_suffix(".longmemeval-progress.json"),
+            )
+            app.state.embedder = real_embedder
+            summary = lme_retrieval.summarise(answer["questions"])
+            results["longmemeval"] = {"seconds": round(time.perf_counter() - began, 1), "summary": summary, **answer}
+            tables.append(lme_retrieval.table(summary))
+        app.state.search_cache = real_cache
         if "updates" in suites:
             results["updates"], updates_tables = await _run_updates(app, client, args)
             tables += updates_tables

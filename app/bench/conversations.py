@@ -75,6 +75,13 @@ class CachingEmbedder:
             self._queries[text] = await self.real.embed_query(text)
         return self._queries[text]
 
+    def passage_vectors(self, texts: list[str]) -> np.ndarray:
+        """Vectors already computed for these passages (the dense baseline ranks with them)."""
+        return np.vstack([self._passages[self._key(text)] for text in texts])
+
+    def query_vectors(self, texts: list[str]) -> np.ndarray:
+        return np.vstack([self._queries[text] for text in texts])
+
     def save(self) -> None:
         if self._path is None or not self._passages:
             return

@@ -31,6 +31,7 @@ class Question:
     question_type: str
     question: str
     turns: tuple[Turn, ...]
+    asked_at: datetime | None = None  # the question's date: search's reference_time
 
     @property
     def evidence(self) -> set[str]:
@@ -66,7 +67,7 @@ def _question(raw: dict) -> Question:
                     evidence=bool(turn.get("has_answer")),
                 )
             )
-    return Question(raw["question_id"], raw["question_type"], raw["question"], tuple(turns))
+    return Question(raw["question_id"], raw["question_type"], raw["question"], tuple(turns), _date(raw["question_date"]))
 
 
 def load(path: Path) -> list[Question]:

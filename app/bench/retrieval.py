@@ -1,42 +1,33 @@
-"""LoCoMo retrieval through the service, with BM25 and dense baselines from the same run."""
+"""LoCoMo retrieval through the service, with BM25 and dense baselines from the same run.
+
+The honest protocol: the first five conversations of locomo10.json (file order) are the tuning
+part, on which every constant of app/recall/relevance.py was chosen; the last five are the
+report part, read for figures only. Each part is scored on its own, with its baselines, an
+ablation row per relevance component, and a replay in which every search counts its hits as
+accessed (the ratio to the read-only run shows whether searching feeds itself)."""
 
 import uuid
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-import numpy as np
 from httpx import AsyncClient
 from tqdm import tqdm
 
-from app.bench import locomo
+from app.bench import ablation, locomo
+from app.bench.conversations import CachingEmbedder
 from app.bench.locomo import Conversation, Question, Scores
 
 WRITE_BATCH = 500
 TOP_K = 25
+TUNING_CONVERSATIONS = 5
+ABLATION_BASE = "hindsight, ablation subset"
 
 
-class RecordingEmbedder:
-    """Wraps the service's embedder and keeps what it computed, so the dense baseline
-    ranks with exactly the vectors the service stored and searched with."""
-
-    def __init__(self, real) -> None:
-        self.name, self.dim = real.name, real.dim
-        self._real = real
-        self.vectors: dict[tuple[str, str], np.ndarray] = {}
-
-    async def embed_passages(self, texts: list[str]) -> np.ndarray:
-        vectors = await self._real.embed_passages(texts)
-        self.vectors.update({("passage", text): vector for text, vector in zip(texts, vectors, strict=True)})
-        return vectors
-
-    async def embed_query(self, text: str) -> np.ndarray:
-        vector = await self._real.embed_query(text)
-        self.vectors[("query", text)] = vector
-        return vector
-
-    def recorded(self, kind: str):
-        return lambda texts: np.vstack([self.vectors[(kind, text)] for text in texts])
+def split_of(index: int) -> str:
+    """`tuning` for the first five conversations in file order, `report` for the rest."""
+    return "tuning" if index < TUNING_CONVERSATIONS else "report"
 
 
 def _write_items(conversation: Conversation, namespace: str) -> list[dict[str, Any]]:
@@ -66,34 +57,60 @@ async def _write(client: AsyncClient, items: list[dict[str, Any]]) -> None:
         assert not failed, failed[:3]
 
 
-async def _search(client: AsyncClient, namespace: str, question: Question, *, record_access: bool) -> list[str]:
-    body = {"query": question.text, "namespace": namespace, "top_k": TOP_K, "record_access": record_access}
+async def _search(client: AsyncClient, namespace: str, question: Question, *, record_access: bool, **extra: Any) -> list[str]:
+    body = {"query": question.text, "namespace": namespace, "top_k": TOP_K, "record_access": record_access, **extra}
     response = await client.post("/v1/memories/search", json=body)
     response.raise_for_status()
     return [hit["memory"]["metadata"]["dia_id"] for hit in response.json()["hits"]]
 
 
-async def run(client: AsyncClient, recorder: RecordingEmbedder, conversations: Sequence[Conversation]) -> dict[str, dict[str, Scores]]:
-    """Scores per system: hindsight (read-only searches), hindsight with access tracking
-    (each search feeds the next), BM25 and dense."""
-    questions: list[Question] = []
-    rankings: dict[str, list[list[str]]] = {"hindsight": [], "hindsight+access": [], "bm25": [], "dense": []}
-    for conversation in tqdm(conversations, desc="LoCoMo conversations", unit="conv"):
+async def run(
+    client: AsyncClient,
+    embedder: CachingEmbedder,
+    conversations: Sequence[Conversation],
+    *,
+    ablate: bool = True,
+    ablation_stride: int = 4,
+) -> dict[str, dict[str, dict[str, Scores]]]:
+    """Scores per split, then per system: hindsight (read-only searches), hindsight with access
+    counting (each search feeds the next, in question order), BM25, dense, and each ablation
+    variant on every `ablation_stride`-th question of each conversation, beside hindsight on the
+    same questions ("hindsight, ablation subset")."""
+    asked: dict[str, dict[str, list[Question]]] = defaultdict(lambda: defaultdict(list))
+    rankings: dict[str, dict[str, list[list[str]]]] = defaultdict(lambda: defaultdict(list))
+
+    def record(split: str, system: str, question: Question, ranked: list[str]) -> None:
+        asked[split][system].append(question)
+        rankings[split][system].append(ranked)
+
+    for index, conversation in enumerate(tqdm(conversations, desc="LoCoMo conversations", unit="conv")):
+        split = split_of(index)
         namespace = f"bench:locomo:{conversation.sample_id}:{uuid.uuid4().hex[:6]}"
         await _write(client, _write_items(conversation, namespace))
-        for question in tqdm(conversation.questions, desc=conversation.sample_id, unit="q", leave=False):
-            rankings["hindsight"].append(await _search(client, namespace, question, record_access=False))
+        subset = conversation.questions[::ablation_stride] if ablate else ()
+        for position, question in enumerate(tqdm(conversation.questions, desc=conversation.sample_id, unit="q", leave=False)):
+            ranked = await _search(client, namespace, question, record_access=False)
+            record(split, "hindsight", question, ranked)
+            if ablate and position % ablation_stride == 0:
+                record(split, ABLATION_BASE, question, ranked)
+        for name, variant in ablation.VARIANTS.items():
+            with variant.applied():
+                for question in subset:
+                    record(split, name, question, await _search(client, namespace, question, record_access=False, **variant.request))
         for question in conversation.questions:
-            rankings["hindsight+access"].append(await _search(client, namespace, question, record_access=True))
-        rankings["bm25"].extend(locomo.bm25_rankings(conversation, conversation.questions, top_k=TOP_K))
-        rankings["dense"].extend(
-            locomo.dense_rankings(
-                conversation,
-                conversation.questions,
-                recorder.recorded("passage"),
-                recorder.recorded("query"),
-                top_k=TOP_K,
-            )
+            record(split, "hindsight+access", question, await _search(client, namespace, question, record_access=True))
+        for question, ranked in zip(
+            conversation.questions, locomo.bm25_rankings(conversation, conversation.questions, top_k=TOP_K), strict=True
+        ):
+            record(split, "bm25", question, ranked)
+        dense = locomo.dense_rankings(
+            conversation, conversation.questions, embedder.passage_vectors, embedder.query_vectors, top_k=TOP_K
         )
-        questions.extend(conversation.questions)
-    return {system: locomo.score(questions, ranked) for system, ranked in rankings.items()}
+        for question, ranked in zip(conversation.questions, dense, strict=True):
+            record(split, "dense", question, ranked)
+        embedder.save()
+    return {
+        split: {system: locomo.score(asked[split][system], ranked) for system, ranked in rankings[split].items()}
+        for split in ("tuning", "report")
+        if split in rankings
+    }

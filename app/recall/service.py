@@ -21,7 +21,7 @@ from app.memories.schemas import MemoryOut
 from app.memories.trust import trust_of
 from app.models import Memory
 from app.namespaces import repository as namespaces
-from app.recall import competitors, relevance, repository, scoring
+from app.recall import competitors, relevance, repository, rerank, scoring, timeframe
 from app.recall.cache import SearchCache
 from app.recall.lexical import or_query
 from app.recall.repository import RouteRows, Scope
@@ -91,6 +91,7 @@ async def _run_routes(
     settings: Settings,
     cache: SearchCache,
     generations: dict[str, int],
+    window: asyncio.Future[timeframe.Window | None],
 ) -> tuple[dict[str, RouteRows], np.ndarray]:
     """The four routes on one connection: the query is embedded on its own thread while the key,
     recency and lexical routes run, then the vector route. Four connections per search (one per
@@ -119,7 +120,19 @@ async def _run_routes(
         embedding.cancel()  # the database failed: nobody waits for the vector any more
         raise
     vector = await repository.vector_route(session, scope, embedding=vector_of_query, model=embedder.name, limit=limit)
-    return {"key": key, "vector": vector, "recency": recency, "lexical": lexical}, vector_of_query
+    routes = {"key": key, "vector": vector, "recency": recency, "lexical": lexical}
+    named_time = await window
+    if named_time:
+        routes["time"] = await repository.time_route(
+            session,
+            scope,
+            embedding=vector_of_query,
+            model=embedder.name,
+            start=named_time.start,
+            end=named_time.end,
+            limit=limit,
+        )
+    return routes, vector_of_query
 
 
 def _merge(routes: dict[str, RouteRows]) -> dict[UUID, Candidate]:
@@ -131,17 +144,22 @@ def _merge(routes: dict[str, RouteRows]) -> dict[UUID, Candidate]:
 
 
 def _evidence(
-    routes: dict[str, RouteRows], loaded: dict[UUID, tuple[Memory, float]], neighbours: list[tuple[UUID, UUID, int]]
+    routes: dict[str, RouteRows],
+    loaded: dict[UUID, tuple[Memory, float]],
+    neighbours: list[tuple[UUID, UUID, int]],
+    window: timeframe.Window | None,
 ) -> relevance.Evidence:
+    dense_rows = [*routes["vector"], *routes.get("time", [])]
     evidence = relevance.Evidence(
         cosine={memory_id: cosine for memory_id, (_, cosine) in loaded.items()},
-        vector_hits=[memory_id for memory_id, _ in routes["vector"] if memory_id in loaded],
+        vector_hits=list(dict.fromkeys(memory_id for memory_id, _ in dense_rows if memory_id in loaded)),
         lexical_rank={memory_id: raw for memory_id, raw in routes["lexical"] if memory_id in loaded},
         session={
             memory_id: (memory.namespace, memory.session_id) if memory.session_id else None
             for memory_id, (memory, _) in loaded.items()
         },
         speaker={memory_id: memory.source.get("speaker") for memory_id, (memory, _) in loaded.items()},
+        in_window={memory_id for memory_id, (memory, _) in loaded.items() if window and window.holds(memory.created_at)},
     )
     for anchor, other, offset in neighbours:
         if anchor in loaded and other in loaded:
@@ -167,15 +185,12 @@ def _scorer(
     def score(memory: Memory) -> Scored:
         routes = candidates[memory.id].routes if memory.id in candidates else {}
         fit = relevances.get(memory.id)
+        semantic = _semantic(memory.id, candidates, relevances)
         parts = scoring.Parts(
-            semantic=_semantic(memory.id, candidates, relevances),
-            recency=scoring.recency(
-                last_seen=max(filter(None, (memory.last_accessed_at, memory.created_at))),
-                at=at,
-                decay_per_hour=settings.recency_lambda_per_hour,
-            ),
+            semantic=semantic,
+            recency=scoring.recency(said_at=memory.created_at, at=at, decay_per_hour=settings.recency_lambda_per_hour),
             confidence=memory.confidence,
-            access=scoring.access(memory.access_count),
+            access=scoring.access(memory.access_count, relevance=semantic),
             lexical=fit.lexical if fit else None,
             trust=trust_of(memory.source, settings),
         )
@@ -191,6 +206,7 @@ def _rank(
     score: Callable[[Memory], Scored],
     *,
     top_k: int,
+    weights: scoring.Weights,
 ) -> list[Scored]:
     """Rerank the relevance shortlist by the weighted formula: the memories at least
     RELEVANCE_FLOOR as relevant as the best, topped up to top_k in relevance order, and
@@ -209,8 +225,53 @@ def _rank(
         or position < top_k
         or {"key", "recency"} & candidates.get(memory_id, Candidate(memory_id)).routes.keys()
     ]
-    shortlist.sort(key=lambda item: (item.score, item.memory.created_at), reverse=True)
+    shortlist.sort(key=lambda item: (*item.parts.order_key(weights), item.memory.created_at), reverse=True)
     return shortlist
+
+
+def _diversify(ranked: list[Scored], *, top_k: int) -> list[Scored]:
+    """Room for more than one session among the top k (app/recall/relevance.py, `diversify`)."""
+    by_id = {item.memory.id: item for item in ranked}
+    order = relevance.diversify(
+        list(by_id),
+        score={memory_id: item.score for memory_id, item in by_id.items()},
+        session={
+            memory_id: (item.memory.namespace, item.memory.session_id) if item.memory.session_id else None
+            for memory_id, item in by_id.items()
+        },
+        places=top_k,
+    )
+    return [by_id[memory_id] for memory_id in order]
+
+
+def _below_replacements(ranked: list[Scored]) -> list[Scored]:
+    """A superseded memory (searched for with `statuses`) goes just after what replaced it
+    when both are in the list: it was true once, its replacement is true now. Chains follow,
+    since each memory is placed after its replacement's final place."""
+    position = {item.memory.id: index for index, item in enumerate(ranked)}
+    placed: dict[UUID, list[Scored]] = {}
+    roots: list[Scored] = []
+    for item in ranked:
+        replacement = item.memory.superseded_by
+        if item.memory.status == "superseded" and replacement in position and replacement != item.memory.id:
+            placed.setdefault(replacement, []).append(item)
+        else:
+            roots.append(item)
+    ordered: list[Scored] = []
+    seen: set[UUID] = set()
+
+    def emit(item: Scored) -> None:
+        if item.memory.id in seen:
+            return
+        seen.add(item.memory.id)
+        ordered.append(item)
+        for follower in placed.get(item.memory.id, []):
+            emit(follower)
+
+    for item in roots:
+        emit(item)
+    ordered += [item for item in ranked if item.memory.id not in seen]  # a cycle of replacements: as ranked
+    return ordered
 
 
 async def _prefer_newer(session: AsyncSession, ranked: list[Scored], *, query: str, settings: Settings) -> list[Scored]:
@@ -342,6 +403,8 @@ async def search(
     `sessions` (the primary), once the answer is on its way."""
     started = time.perf_counter()
     at = request.as_of or datetime.now(timezone.utc)
+    # The moment the question is asked from: recency and time expressions are measured from it.
+    reference = request.reference_time or at
     generations = await namespaces.generations(session, request.all_namespaces)
     cache_key = cache.key(request.model_dump_json(), generations)
     cached: SearchResponse | None = None if request.explain or request.as_of else cache.get(cache_key)
@@ -360,10 +423,20 @@ async def search(
         created_before=request.created_before,
         historical=request.as_of is not None,
     )
+    # Reading time expressions takes a few milliseconds of CPU: in a thread, while the routes run.
+    parsing = asyncio.ensure_future(asyncio.to_thread(timeframe.window, request.query, reference=reference))
     async with reads.session_for(session, generations) as reader:
         routes, embedding = await _run_routes(
-            reader, scope, request=request, embedder=embedder, settings=settings, cache=cache, generations=generations
+            reader,
+            scope,
+            request=request,
+            embedder=embedder,
+            settings=settings,
+            cache=cache,
+            generations=generations,
+            window=parsing,
         )
+        window = parsing.result()
         skipped = await repository.count_other_model(reader, scope, model=embedder.name)
         candidates = _merge(routes)
         loaded = await repository.load(reader, list(candidates), embedding=embedding)
@@ -371,12 +444,16 @@ async def search(
         neighbours = await repository.session_neighbours(reader, scope, anchors=in_sessions, width=relevance.NEIGHBOUR_WIDTH)
         unloaded = list({other for _, other, _ in neighbours} - loaded.keys())
         loaded |= await repository.load(reader, unloaded, embedding=embedding)
-        relevances = relevance.score(_evidence(routes, loaded, neighbours), query=request.query)
+        relevances = relevance.score(_evidence(routes, loaded, neighbours, window), query=request.query)
         memories = {memory_id: memory for memory_id, (memory, _) in loaded.items()}
         weights = effective_weights(request, settings)
-        score = _scorer(candidates, relevances, at=at, weights=weights, settings=settings)
-        ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k)
-        ranked = await _prefer_newer(reader, ranked, query=request.query, settings=settings)
+        score = _scorer(candidates, relevances, at=reference, weights=weights, settings=settings)
+        ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k, weights=weights)
+        if settings.rerank_model:
+            await reader.commit()  # a read; no transaction stays open across the reranker's call
+            ranked = await rerank.rerank(request.query, ranked, [item.memory.content for item in ranked], settings=settings)
+        ranked = _diversify(ranked, top_k=request.top_k)
+        ranked = _below_replacements(await _prefer_newer(reader, ranked, query=request.query, settings=settings))
         hits = await _with_partners(reader, scope, ranked, top_k=request.top_k, score=score)
         if request.as_of:
             hits = await _as_they_stood(reader, hits, at=at)

@@ -330,7 +330,7 @@ def _hit(lesson: Reflection, similarity: float, *, at: datetime, settings: Setti
     scores = LessonScores(
         similarity=similarity,
         confidence=lesson.confidence,
-        recency=recency(last_seen=lesson.occurred_at, at=at, decay_per_hour=settings.lesson_recency_lambda_per_hour),
+        recency=recency(said_at=lesson.occurred_at, at=at, decay_per_hour=settings.lesson_recency_lambda_per_hour),
         hit_penalty=lesson.hit_penalty,
     )
     score = (
