@@ -23,6 +23,16 @@ async def _memory(session: AsyncSession, memory_id: UUID | None) -> Memory:
     return memory
 
 
+async def _addressed(session: AsyncSession, memory_id: UUID, access: Access) -> Memory:
+    """The memory a client addressed by id, read without a lock (slow work may come before it); 404 if
+    it does not exist, 403 outside the caller's namespaces."""
+    memory = await memories.get(session, memory_id)
+    if memory is None:
+        raise NotFound(f"no memory with id {memory_id}")
+    access.check(memory.namespace)
+    return memory
+
+
 def _listed(ids: list[UUID]) -> str:
     """Ids as clients know them; a list's own str() would show each as UUID('...')."""
     return ", ".join(str(each) for each in ids)
@@ -47,10 +57,7 @@ async def revise(
 ) -> tuple[Memory, RevisionLog]:
     """Replace a memory's content in place; refused (409) unless the caller saw its latest version."""
     refuse_sensitive({"content": content, "reason": reason})  # the reason is shown in /debug/revisions
-    memory = await memories.get(session, memory_id)
-    if memory is None:
-        raise NotFound(f"no memory with id {memory_id}")
-    access.check(memory.namespace)
+    memory = await _addressed(session, memory_id, access)
     embedding = (await context.embedder.embed_passages([content]))[0]  # before the lock: it is slow
     await memories.lock_namespace(session, memory.namespace)
     await memories.reload(session, memory)
@@ -87,10 +94,7 @@ async def invalidate(
     """Mark a memory as never right: it leaves search but keeps its history, and what it had
     replaced holds again. Logged as a revision, so it rolls back like one."""
     refuse_sensitive(reason)
-    memory = await memories.get(session, memory_id)
-    if memory is None:
-        raise NotFound(f"no memory with id {memory_id}")
-    access.check(memory.namespace)
+    memory = await _addressed(session, memory_id, access)
     await memories.lock_namespace(session, memory.namespace)
     await memories.reload(session, memory)
     if memory.status not in ("active", "uncertain", "superseded"):
