@@ -18,6 +18,7 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
+    text,
     true,
     union_all,
     update,
@@ -250,11 +251,33 @@ async def session_neighbours(
     return [(anchor_id, other_id, int(offset)) for anchor_id, other_id, offset in (await session.execute(statement)).all()]
 
 
+# A loose index scan over ix_memories_namespace_speaker: one index probe per distinct speaker,
+# however many lines they said. The expression is spelt as in the index's predicate (a bound
+# key would keep the planner from using the partial index: a seq scan of the namespace).
+_SPEAKERS = text(
+    """
+    WITH RECURSIVE found(namespace, speaker) AS (
+        SELECT n.namespace, (
+            SELECT min(m.source ->> 'speaker') FROM memories m
+            WHERE m.namespace = n.namespace AND (m.source ->> 'speaker') IS NOT NULL
+        )
+        FROM unnest(CAST(:namespaces AS text[])) AS n(namespace)
+        UNION ALL
+        SELECT f.namespace, (
+            SELECT min(m.source ->> 'speaker') FROM memories m
+            WHERE m.namespace = f.namespace AND (m.source ->> 'speaker') IS NOT NULL
+              AND (m.source ->> 'speaker') > f.speaker
+        )
+        FROM found f WHERE f.speaker IS NOT NULL
+    )
+    SELECT DISTINCT speaker FROM found WHERE speaker IS NOT NULL
+    """
+)
+
+
 async def speakers(session: AsyncSession, namespaces: Sequence[str]) -> list[str]:
     """Who speaks in these namespaces (`source.speaker` of their memories)."""
-    speaker = Memory.source["speaker"].astext
-    statement = select(speaker).where(Memory.namespace.in_(namespaces), speaker.is_not(None)).distinct()
-    return list((await session.execute(statement)).scalars())
+    return list((await session.execute(_SPEAKERS, {"namespaces": list(namespaces)})).scalars())
 
 
 async def load(session: AsyncSession, memory_ids: Sequence[UUID], *, embedding: np.ndarray) -> dict[UUID, tuple[Memory, float]]:
@@ -321,7 +344,15 @@ async def similarities_among(session: AsyncSession, memory_ids: Sequence[UUID]) 
     return {frozenset((a, b)): float(cosine) for a, b, cosine in (await session.execute(statement)).all()}
 
 
-async def record_access(session: AsyncSession, memory_id: UUID, *, at: datetime) -> None:
-    await session.execute(
-        update(Memory).where(Memory.id == memory_id).values(access_count=Memory.access_count + 1, last_accessed_at=at)
-    )
+async def record_access(session: AsyncSession, memory_ids: Sequence[UUID], *, at: datetime, wait: bool) -> set[UUID]:
+    """Count these memories as accessed; the ids counted. Without `wait`, a memory a writer
+    holds right now is skipped instead of waited for (its row lock is never requested)."""
+    counted = update(Memory).values(access_count=Memory.access_count + 1, last_accessed_at=at)
+    if wait:
+        counted = counted.where(Memory.id.in_(memory_ids))
+    else:
+        unheld = select(Memory.id).where(Memory.id.in_(memory_ids)).with_for_update(skip_locked=True)
+        counted = counted.where(Memory.id.in_(unheld))
+    # "fetch": a session that already holds these memories sees the new counts.
+    rows = await session.execute(counted.returning(Memory.id).execution_options(synchronize_session="fetch"))
+    return set(rows.scalars())

@@ -377,13 +377,16 @@ async def _as_they_stood(session: AsyncSession, hits: list[SearchHit], *, at: da
 
 
 async def count_access(sessions: Sessions, memory_ids: list[UUID], *, at: datetime) -> None:
-    """Count each hit in a transaction of its own. Holding one row lock at a time, counting can
-    neither deadlock with a writer that holds one hit while it waits for another (one
-    statement over all hits did, under `make load`) nor skip a hit."""
+    """Count the hits no writer holds in one statement, then each held one in a transaction of
+    its own. One statement waiting for every row deadlocked with writers holding one hit while
+    waiting for another (under `make load`); a row at a time cost a round trip per hit."""
     async with sessions() as session:
+        counted = await repository.record_access(session, memory_ids, at=at, wait=False)
+        await session.commit()
         for memory_id in memory_ids:
-            await repository.record_access(session, memory_id, at=at)
-            await session.commit()
+            if memory_id not in counted:
+                await repository.record_access(session, [memory_id], at=at, wait=True)
+                await session.commit()
 
 
 async def search(
