@@ -21,6 +21,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header
 from sqlalchemy.exc import DBAPIError
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.admission import lane_of
@@ -74,6 +75,12 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def _served(scope: Scope) -> bool:
+    """A route serves this method at this path. Anything else (TRACE, PUT on a POST-only path)
+    goes on unkeyed to its 404 or 405, instead of a key-reuse 422."""
+    return any(route.matches(scope)[0] is Match.FULL for route in scope["app"].router.routes)
+
+
 def _caller(scope: Scope) -> str:
     authorization = _header(scope, b"authorization")
     token = authorization.split(" ", 1)[-1].strip() if authorization else ""
@@ -98,7 +105,8 @@ class IdempotencyMiddleware:
         self.wait_seconds = wait_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        key = _header(scope, HEADER) if scope["type"] == "http" and lane_of(scope) == "write" else None
+        keyed = scope["type"] == "http" and lane_of(scope) == "write" and _served(scope)
+        key = _header(scope, HEADER) if keyed else None
         if key is None:
             await self.app(scope, receive, send)
             return

@@ -73,6 +73,16 @@ async def test_the_same_key_with_another_request_is_refused(client: AsyncClient,
     assert await count(db_session, Memory) == 1
 
 
+async def test_a_method_a_path_does_not_serve_is_a_405_whatever_its_key(client: AsyncClient, db_session):
+    headers = keyed()
+    assert (await client.post("/v1/memories", json={"namespace": NS, "content": "Fact one."}, headers=headers)).status_code == 201
+    for method, path in (("TRACE", "/v1/memories"), ("PUT", "/v1/events"), ("PUT", "/v1/memories")):
+        response = await client.request(method, path, headers=headers)
+        assert response.status_code == 405, (method, path, response.text)
+        assert response.json()["type"] == "/problems/method-not-allowed"
+    assert await count(db_session, Memory) == 1
+
+
 async def test_a_failed_request_gives_its_key_up(client: AsyncClient, db_session):
     headers = keyed()
     refused = await client.post("/v1/memories", json={"namespace": NS, "content": "   "}, headers=headers)
