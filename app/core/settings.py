@@ -225,6 +225,9 @@ class Settings(BaseSettings):
     revision_judge_attempts: int = Field(default=3, ge=1, le=10)
     # A batch commits what it stored and lets its namespace go at least this often.
     batch_lock_seconds: float = Field(default=0.5, gt=0, le=60)
+    # A write's neighbour scan (deduplication and revision triggers) reads every active memory
+    # of a namespace up to this size, and goes through the ivfflat index beyond it.
+    neighbour_scan_exact_max: int = Field(default=5_000, ge=0)
 
     @property
     def served_api_url(self) -> str:
