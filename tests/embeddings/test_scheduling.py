@@ -44,3 +44,25 @@ async def test_a_caller_that_goes_away_leaves_its_chunks_unembedded(embedder):
     cancelled.cancel()
     # The lane is free again well before 400 texts could have been embedded.
     assert await asyncio.wait_for(embedder.embed_passages(["After the cancel."]), timeout=10) is not None
+
+
+async def test_passages_are_embedded_at_the_lowered_priority():
+    """A bulk import's embedding takes the CPU that searches and the database leave: its thread
+    runs at the configured niceness (Linux schedules threads one by one)."""
+    import os
+    import threading
+
+    from app.embeddings.provider import _PassageLane
+
+    seen: list[int] = []
+
+    def embed(batch: list[str]) -> np.ndarray:
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return np.zeros((len(batch), 3), dtype=np.float32)
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    lane = _PassageLane(embed, chunk=2, yield_seconds=0, niceness=7)
+    futures = lane.submit(["a", "b", "c"])
+    assert [future.result(timeout=10).shape for future in futures] == [(2, 3), (1, 3)]
+    assert seen == [min(19, base + 7)] * 2
+    assert os.getpriority(os.PRIO_PROCESS, 0) == base, "only the lane's thread is lowered, not the process"
