@@ -212,10 +212,12 @@ class Settings(BaseSettings):
     embedding_passage_niceness: int = Field(default=10, ge=0, le=19)
     # Requests use at most one pooled connection each; at most this many use the database at
     # once per lane (reads / writes), the rest of the pool is kept for background work.
-    # Requests beyond wait in per-caller queues served in turn, up to the wait, then get 503.
+    # Requests beyond wait in per-caller queues served in turn, as long as their lane keeps
+    # serving: 503 once no request of the lane finished for the wait, or after the longest wait.
     admission_read_slots: int = Field(default=20, ge=1)
     admission_write_slots: int = Field(default=8, ge=1)
     admission_wait_seconds: float = Field(default=10, gt=0)
+    admission_max_wait_seconds: float = Field(default=60, gt=0)
     # A streaming standby for search; a search waits at most this long for it to catch up
     # with the namespaces it reads (read-your-writes), then reads the primary.
     read_database_url: str | None = None
