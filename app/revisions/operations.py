@@ -1,5 +1,6 @@
 """Revision calls made on purpose: explicit revise, pending apply/dismiss, rollback, review."""
 
+import time
 from datetime import datetime, timezone
 from uuid import UUID
 
@@ -200,11 +201,16 @@ async def review(
 ) -> tuple[list[RevisionLog], int]:
     """Periodic trigger: judge the namespace's recent memories against older ones, in one pass.
     What each judgement applies is committed before the next judge is asked: the namespace lock
-    is released while the judge thinks (revise_stored)."""
+    is released while the judge thinks (revise_stored), and at least every
+    settings.batch_lock_seconds, so writes to the namespace never wait for the whole pass."""
     await memories.lock_namespace(session, namespace)
     recent = await repository.recent_revisable(session, namespace=namespace, since=since, limit=limit)
     revisions: list[RevisionLog] = []
+    held_since = time.monotonic()
     for memory in reversed(recent):  # oldest first, as they were written
+        if time.monotonic() - held_since > context.settings.batch_lock_seconds:
+            await session.commit()  # lets the namespace go; revise_stored takes it again
+            held_since = time.monotonic()
         embedding = await memories.embedding_of(session, memory.id)
         if embedding is None:
             continue
