@@ -97,6 +97,14 @@ async def embedding_of(session: AsyncSession, memory_id: UUID) -> np.ndarray | N
     return await session.scalar(select(Memory.embedding).where(Memory.id == memory_id))
 
 
+async def embeddings_of(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, np.ndarray]:
+    """The vectors of several memories in one statement (those that have one)."""
+    if not memory_ids:
+        return {}
+    statement = select(Memory.id, Memory.embedding).where(Memory.id.in_(memory_ids), Memory.embedding.is_not(None))
+    return dict((await session.execute(statement)).tuples().all())
+
+
 _SIZES = "hindsight.namespace_sizes"
 
 

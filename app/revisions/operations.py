@@ -205,13 +205,18 @@ async def review(
     settings.batch_lock_seconds, so writes to the namespace never wait for the whole pass."""
     await memories.lock_namespace(session, namespace)
     recent = await repository.recent_revisable(session, namespace=namespace, since=since, limit=limit)
+    pending = list(reversed(recent))  # oldest first, as they were written
+    embeddings = await memories.embeddings_of(session, [memory.id for memory in pending])
     revisions: list[RevisionLog] = []
     held_since = time.monotonic()
-    for memory in reversed(recent):  # oldest first, as they were written
+    for position, memory in enumerate(pending):
         if time.monotonic() - held_since > context.settings.batch_lock_seconds:
             await session.commit()  # lets the namespace go; revise_stored takes it again
+            await memories.lock_namespace(session, namespace)
+            # Read again under the lock: a memory revised meanwhile has a new vector.
+            embeddings = await memories.embeddings_of(session, [later.id for later in pending[position:]])
             held_since = time.monotonic()
-        embedding = await memories.embedding_of(session, memory.id)
+        embedding = embeddings.get(memory.id)
         if embedding is None:
             continue
         # Skips what was superseded earlier in this pass.
