@@ -146,6 +146,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
         read_slots=settings.admission_read_slots,
         write_slots=settings.admission_write_slots,
         wait_seconds=settings.admission_wait_seconds,
+        max_wait_seconds=settings.admission_max_wait_seconds,
     )
     # Outermost last: the body is bounded, then a request waits for its database slot, then an
     # Idempotency-Key is claimed (or answered from the store), then a transaction lost to a

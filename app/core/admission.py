@@ -5,8 +5,11 @@ the database at once, per lane (reads: searches and lookups; writes: everything 
 something), below the pool's size, so the pool never makes a request wait and background work
 (access counting, periodic reviews) always finds a connection. Requests beyond that wait in one
 queue per caller, and the queues are served in turn: a client sending a hundred searches at
-once waits behind its own, not in front of everyone else's. A request that waited longer than
-the admission wait answers 503 with Retry-After instead of holding its client forever.
+once waits behind its own, not in front of everyone else's. A request waits as long as its lane
+keeps serving (a burst larger than the slots drains at the rate the machine answers): it answers
+503 with Retry-After when no request of its lane finished within the admission wait (the
+database or the service is stuck), or after the longest wait in all, instead of holding its
+client forever.
 
 A request takes its slot once its body has been read, so a client trickling its body in never
 holds one."""
@@ -39,17 +42,30 @@ class _Lane:
     def __init__(self, slots: int) -> None:
         self.free = slots
         self.waiting: OrderedDict[Hashable, deque[asyncio.Future[None]]] = OrderedDict()
+        self.served_at = time.monotonic()  # when a request last gave its slot back
 
-    async def acquire(self, caller: Hashable, *, timeout: float) -> None:
-        """Take a slot, waiting in the caller's queue at most `timeout` seconds (else Busy)."""
+    async def acquire(self, caller: Hashable, *, stall: float, limit: float) -> None:
+        """Take a slot, waiting in the caller's queue while the lane serves: give up (Busy) when
+        no request of the lane finished for `stall` seconds, or after `limit` seconds in all."""
         if self.free > 0 and not self.waiting:
             self.free -= 1
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.waiting.setdefault(caller, deque()).append(turn)
+        began = time.monotonic()
         try:
-            async with asyncio.timeout(timeout):
-                await turn
+            while True:
+                now = time.monotonic()
+                left = min(max(self.served_at, began) + stall, began + limit) - now
+                if left <= 0:
+                    raise TimeoutError
+                try:
+                    await asyncio.wait_for(asyncio.shield(turn), timeout=left)
+                    return
+                except TimeoutError:
+                    if turn.done():
+                        raise
+                    continue  # the lane served someone meanwhile: keep waiting
         except BaseException as stopped:
             if turn.done() and not turn.cancelled():
                 # The slot was handed over in the same instant the wait ended.
@@ -64,6 +80,7 @@ class _Lane:
 
     def release(self) -> None:
         """Give the slot to the next caller in turn, or back to the lane."""
+        self.served_at = time.monotonic()
         while self.waiting:
             caller, queue = next(iter(self.waiting.items()))
             turn = queue.popleft()
@@ -85,15 +102,16 @@ class _Lane:
 
 
 class Admission:
-    def __init__(self, *, read_slots: int, write_slots: int, wait_seconds: float) -> None:
+    def __init__(self, *, read_slots: int, write_slots: int, wait_seconds: float, max_wait_seconds: float | None = None) -> None:
         self._lanes = {"read": _Lane(read_slots), "write": _Lane(write_slots)}
         self.wait_seconds = wait_seconds
+        self.max_wait_seconds = max(wait_seconds, max_wait_seconds or wait_seconds)
 
     @asynccontextmanager
     async def slot(self, lane: str, caller: Hashable) -> AsyncIterator[None]:
         began = time.perf_counter()
         try:
-            await self._lanes[lane].acquire(caller, timeout=self.wait_seconds)
+            await self._lanes[lane].acquire(caller, stall=self.wait_seconds, limit=self.max_wait_seconds)
         except Busy:
             ADMISSION_REFUSED.labels(lane=lane).inc()
             raise
@@ -136,7 +154,7 @@ class AdmissionMiddleware:
                 await self.app(scope, replaying(body, receive), send)
         except Busy:
             wait = self.admission.wait_seconds
-            busy = Unavailable(f"the service is busy: no database slot came within {wait:g} s; retry shortly")
+            busy = Unavailable(f"the service is busy: no database slot came (none freed for {wait:g} s); retry shortly")
             await problem_response(problem_of(busy), headers={"Retry-After": str(max(1, math.ceil(wait / 4)))})(
                 scope, receive, send
             )

@@ -207,12 +207,17 @@ class Settings(BaseSettings):
     # most the yield time while query embeddings run, so a bulk import never holds searches back.
     embedding_chunk_size: int = Field(default=4, ge=1, le=256)
     embedding_yield_seconds: float = Field(default=0.25, ge=0, le=10)
+    # How much lower the passage thread's priority is (Linux niceness, added to the process's):
+    # a bulk import's embedding takes the CPU that searches, requests and the database leave.
+    embedding_passage_niceness: int = Field(default=10, ge=0, le=19)
     # Requests use at most one pooled connection each; at most this many use the database at
     # once per lane (reads / writes), the rest of the pool is kept for background work.
-    # Requests beyond wait in per-caller queues served in turn, up to the wait, then get 503.
+    # Requests beyond wait in per-caller queues served in turn, as long as their lane keeps
+    # serving: 503 once no request of the lane finished for the wait, or after the longest wait.
     admission_read_slots: int = Field(default=20, ge=1)
     admission_write_slots: int = Field(default=8, ge=1)
     admission_wait_seconds: float = Field(default=10, gt=0)
+    admission_max_wait_seconds: float = Field(default=60, gt=0)
     # A streaming standby for search; a search waits at most this long for it to catch up
     # with the namespaces it reads (read-your-writes), then reads the primary.
     read_database_url: str | None = None
@@ -225,6 +230,9 @@ class Settings(BaseSettings):
     revision_judge_attempts: int = Field(default=3, ge=1, le=10)
     # A batch commits what it stored and lets its namespace go at least this often.
     batch_lock_seconds: float = Field(default=0.5, gt=0, le=60)
+    # A write's neighbour scan (deduplication and revision triggers) reads every active memory
+    # of a namespace up to this size, and goes through the ivfflat index beyond it.
+    neighbour_scan_exact_max: int = Field(default=5_000, ge=0)
 
     @property
     def served_api_url(self) -> str:

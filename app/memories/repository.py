@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.exc import StaleDataError
 
 from app.core.errors import NotFound, VersionConflict
-from app.models import Memory, MemoryRelation, MemoryVersion, WriteRateCount, WriteRateFlag
+from app.models import Memory, MemoryRelation, MemoryVersion, NamespaceState, WriteRateCount, WriteRateFlag
+from app.namespaces import tracking
 from app.text import lexemes
 
 # Fields a version snapshot keeps: enough to put a memory back exactly as it was.
@@ -96,10 +97,31 @@ async def embedding_of(session: AsyncSession, memory_id: UUID) -> np.ndarray | N
     return await session.scalar(select(Memory.embedding).where(Memory.id == memory_id))
 
 
+async def embeddings_of(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, np.ndarray]:
+    """The vectors of several memories in one statement (those that have one)."""
+    if not memory_ids:
+        return {}
+    statement = select(Memory.id, Memory.embedding).where(Memory.id.in_(memory_ids), Memory.embedding.is_not(None))
+    return dict((await session.execute(statement)).tuples().all())
+
+
+_SIZES = "hindsight.namespace_sizes"
+
+
 async def lock_namespace(session: AsyncSession, namespace: str) -> None:
     """Serialise writers of one namespace until the transaction ends (dedup and revision
-    both read-then-write, so two concurrent writers must not interleave)."""
-    await session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(namespace, 0))))
+    both read-then-write, so two concurrent writers must not interleave). The same statement
+    reads the namespace's size (`namespace_size`), which picks how its neighbours are scanned."""
+    size = select(NamespaceState.memories).where(NamespaceState.namespace == namespace).scalar_subquery()
+    statement = select(func.pg_advisory_xact_lock(func.hashtextextended(namespace, 0)), size)
+    _, memories = (await session.execute(statement)).one()
+    session.info.setdefault(_SIZES, {})[namespace] = int(memories or 0)
+
+
+def namespace_size(session: AsyncSession, namespace: str) -> int:
+    """The namespace's size as its lock read it in this session (0 if never locked here): how
+    many memories were ever written to it, a size, not a live count."""
+    return session.info.get(_SIZES, {}).get(namespace, 0)
 
 
 def unexpired(memory: type[Memory] = Memory, at: datetime | None = None) -> ColumnElement[bool]:
@@ -135,9 +157,12 @@ async def nearest_active(
     exclude: Sequence[UUID] = (),
     memory_types: Sequence[str] | None = None,
     not_after: datetime | None = None,
+    approximate: bool = False,
 ) -> list[tuple[Memory, float]]:
-    """Exact cosine neighbours among the namespace's active memories. The namespace is
-    filtered first (materialised) so the ANN index cannot drop rows from a small namespace."""
+    """Cosine neighbours among the namespace's active memories: exact by default, the
+    namespace filtered first (materialised) so the ANN index cannot drop rows from a small
+    namespace; through the ivfflat index when `approximate` (a large namespace, where the exact
+    scan reads every row: its probes and iterative scan are set per connection)."""
     conditions = [Memory.namespace == namespace, Memory.status == "active", Memory.embedding.is_not(None), unexpired()]
     if exclude:
         conditions.append(Memory.id.not_in(exclude))
@@ -145,14 +170,18 @@ async def nearest_active(
         conditions.append(Memory.memory_type.in_(memory_types))
     if not_after is not None:
         conditions.append(Memory.created_at <= not_after)
-    in_namespace = (
-        select(Memory.id, Memory.embedding)
-        .where(*conditions)
-        .cte("in_namespace")
-        .prefix_with("MATERIALIZED")
-    )
-    distance = in_namespace.c.embedding.cosine_distance(embedding)
-    nearest = select(in_namespace.c.id, (1 - distance).label("similarity")).order_by(distance).limit(limit).subquery()
+    if approximate:
+        distance = Memory.embedding.cosine_distance(embedding)
+        nearest = select(Memory.id, (1 - distance).label("similarity")).where(*conditions).order_by(distance).limit(limit).subquery()
+    else:
+        in_namespace = (
+            select(Memory.id, Memory.embedding)
+            .where(*conditions)
+            .cte("in_namespace")
+            .prefix_with("MATERIALIZED")
+        )
+        distance = in_namespace.c.embedding.cosine_distance(embedding)
+        nearest = select(in_namespace.c.id, (1 - distance).label("similarity")).order_by(distance).limit(limit).subquery()
     # Fresh rows even for memories this session loaded before: a write compares their versions
     # with the ones its judge saw.
     statement = (
@@ -165,10 +194,10 @@ async def nearest_active(
 
 
 async def insert(session: AsyncSession, memory: Memory) -> Memory:
+    """Insert the memory now (its server-set columns come back with the INSERT)."""
     memory.lexemes = lexeme_vector(memory.content)
     session.add(memory)
     await session.flush()
-    await session.refresh(memory)
     return memory
 
 
@@ -191,6 +220,8 @@ async def insert_many(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> 
         for row in rows
     ]
     await session.execute(insert_into(MemoryVersion), versions)
+    for namespace in {row["namespace"] for row in rows}:
+        tracking.count_stored(session, namespace, sum(row["namespace"] == namespace for row in rows))
 
 
 async def add_version(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> None:
@@ -206,8 +237,7 @@ async def add_version(session: AsyncSession, memory: Memory, *, changed_by: str,
             snapshot=snapshot_of(memory),
             created_at=at or datetime.now(timezone.utc),
         )
-    )
-    await session.flush()
+    )  # written with the session's next flush, with the write's other rows
 
 
 async def get(session: AsyncSession, memory_id: UUID, *, for_update: bool = False) -> Memory | None:

@@ -118,7 +118,13 @@ async def _store_locked(
     # One neighbour scan for deduplication and the triggers, a few rows more than the triggers
     # need: rows of other types or later times are skipped there.
     limit = max(context.settings.strong_trigger_candidates, context.settings.weak_trigger_candidates) + _SCAN_SPARE
-    rows = await repository.nearest_active(session, namespace=request.namespace, embedding=embedding, limit=limit)
+    rows = await repository.nearest_active(
+        session,
+        namespace=request.namespace,
+        embedding=embedding,
+        limit=limit,
+        approximate=repository.namespace_size(session, request.namespace) > context.settings.neighbour_scan_exact_max,
+    )
     scanned = Scan(rows, complete=len(rows) < limit)
     duplicate = await _find_duplicate(session, request=request, scanned=scanned, settings=context.settings)
     if duplicate is not None:
@@ -141,7 +147,7 @@ async def _store_locked(
     tracking.count_new(
         session, memory.namespace, 1, review_every=context.settings.review_every_writes, on_review_due=context.review_later
     )
-    await session.refresh(memory)
+    await session.flush()
     summaries = [
         RevisionSummary(id=r.id, trigger=r.trigger, decision=r.decision, old_memory_id=r.old_memory_id, status=r.status)
         for r in revisions

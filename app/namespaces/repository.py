@@ -8,35 +8,48 @@ from sqlalchemy.orm import Session
 
 from app.models import NamespaceState
 
-# One statement per commit for every namespace it wrote: the generation goes up by one, new
-# memories are counted, and the review counter is reset when it reaches the period (0: never).
-# Rows are taken in namespace order, so two commits cannot wait on each other's rows.
+# One statement per commit for every namespace it wrote: the generation goes up by one, the
+# memories stored are counted (its size), the clients' new memories count towards the review,
+# whose counter is reset when it reaches the period (0: never). Rows are taken in namespace
+# order, so two commits cannot wait on each other's rows.
 _COMMITTED = text(
     """
     INSERT INTO namespace_state AS state (namespace, generation, writes_since_review, memories)
     SELECT written.namespace, 1,
-           CASE WHEN :every > 0 AND written.new >= :every THEN 0 ELSE written.new END, written.new
-    FROM unnest(CAST(:namespaces AS text[]), CAST(:new AS bigint[])) AS written(namespace, new)
+           CASE WHEN :every > 0 AND written.new >= :every THEN 0 ELSE written.new END, written.stored
+    FROM unnest(CAST(:namespaces AS text[]), CAST(:new AS bigint[]), CAST(:stored AS bigint[]))
+         AS written(namespace, new, stored)
     ORDER BY written.namespace
     ON CONFLICT (namespace) DO UPDATE SET
         generation = state.generation + 1,
-        writes_since_review = CASE
-            WHEN :every > 0 AND state.writes_since_review + excluded.memories >= :every THEN 0
-            ELSE state.writes_since_review + excluded.memories END,
+        writes_since_review = (
+            SELECT CASE WHEN :every > 0 AND state.writes_since_review + written.new >= :every THEN 0
+                        ELSE state.writes_since_review + written.new END
+            FROM unnest(CAST(:namespaces AS text[]), CAST(:new AS bigint[])) AS written(namespace, new)
+            WHERE written.namespace = excluded.namespace
+        ),
         memories = state.memories + excluded.memories,
         updated_at = now()
     RETURNING namespace, writes_since_review
     """
-).bindparams(bindparam("namespaces"), bindparam("new"), bindparam("every"))
+).bindparams(bindparam("namespaces"), bindparam("new"), bindparam("stored"), bindparam("every"))
 
 
-def committed(session: Session, new_memories: Mapping[str, int], *, review_every: int) -> list[str]:
-    """Record a commit's writes (sync: runs in the session's before-commit hook); the namespaces
-    whose periodic review is now due."""
+def committed(
+    session: Session, new_memories: Mapping[str, int], stored: Mapping[str, int], *, review_every: int
+) -> list[str]:
+    """Record a commit's writes (sync: runs in the session's before-commit hook): per namespace,
+    the clients' new memories and all memories stored; the namespaces whose periodic review is
+    now due."""
     namespaces = sorted(new_memories)
     rows = session.execute(
         _COMMITTED,
-        {"namespaces": namespaces, "new": [new_memories[name] for name in namespaces], "every": review_every},
+        {
+            "namespaces": namespaces,
+            "new": [new_memories[name] for name in namespaces],
+            "stored": [stored.get(name, 0) for name in namespaces],
+            "every": review_every,
+        },
     )
     # A namespace that gained memories and whose counter reads 0 was just reset: it is due.
     return [namespace for namespace, since_review in rows.all() if new_memories[namespace] and not since_review]

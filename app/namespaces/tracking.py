@@ -20,6 +20,7 @@ from app.namespaces import repository
 
 _WRITTEN = "hindsight.written"
 _NEW = "hindsight.new_memories"
+_STORED = "hindsight.stored_memories"
 _REVIEW = "hindsight.review"
 _AFTER = "hindsight.after_commit"
 ReviewDue = Callable[[Session, str], None]
@@ -37,6 +38,14 @@ def count_new(
     new = session.info.setdefault(_NEW, {})
     new[namespace] = new.get(namespace, 0) + count
     session.info[_REVIEW] = (review_every, on_review_due)
+    count_stored(session, namespace, count)
+
+
+def count_stored(session: Session | AsyncSession, namespace: str, count: int) -> None:
+    """`count` memories were added to the namespace (its size, which picks how a write scans
+    its neighbours), whether or not they count towards its review (bulk rows do not)."""
+    stored = session.info.setdefault(_STORED, {})
+    stored[namespace] = stored.get(namespace, 0) + count
     mark_written(session, [namespace])
 
 
@@ -59,10 +68,16 @@ def _record_commit(session: Session) -> None:
         session.flush()  # changes still pending mark their namespaces now, not after this hook
     written = session.info.pop(_WRITTEN, set())
     new = session.info.pop(_NEW, {})
+    stored = session.info.pop(_STORED, {})
     review_every, on_review_due = session.info.pop(_REVIEW, (0, None))
     if not written:
         return
-    due = repository.committed(session, {name: new.get(name, 0) for name in written}, review_every=review_every)
+    due = repository.committed(
+        session,
+        {name: new.get(name, 0) for name in written},
+        {name: stored.get(name, 0) for name in written},
+        review_every=review_every,
+    )
     for namespace in due:
         if on_review_due is not None:
             on_review_due(session, namespace)
@@ -77,5 +92,5 @@ def _after_commit(session: Session) -> None:
 @event.listens_for(Session, "after_soft_rollback")
 def _forget_rolled_back_writes(session: Session, previous_transaction: Any) -> None:
     if not session.in_transaction():
-        for name in (_WRITTEN, _NEW, _REVIEW, _AFTER):
+        for name in (_WRITTEN, _NEW, _STORED, _REVIEW, _AFTER):
             session.info.pop(name, None)

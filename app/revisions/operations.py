@@ -1,5 +1,6 @@
 """Revision calls made on purpose: explicit revise, pending apply/dismiss, rollback, review."""
 
+import time
 from datetime import datetime, timezone
 from uuid import UUID
 
@@ -200,12 +201,22 @@ async def review(
 ) -> tuple[list[RevisionLog], int]:
     """Periodic trigger: judge the namespace's recent memories against older ones, in one pass.
     What each judgement applies is committed before the next judge is asked: the namespace lock
-    is released while the judge thinks (revise_stored)."""
+    is released while the judge thinks (revise_stored), and at least every
+    settings.batch_lock_seconds, so writes to the namespace never wait for the whole pass."""
     await memories.lock_namespace(session, namespace)
     recent = await repository.recent_revisable(session, namespace=namespace, since=since, limit=limit)
+    pending = list(reversed(recent))  # oldest first, as they were written
+    embeddings = await memories.embeddings_of(session, [memory.id for memory in pending])
     revisions: list[RevisionLog] = []
-    for memory in reversed(recent):  # oldest first, as they were written
-        embedding = await memories.embedding_of(session, memory.id)
+    held_since = time.monotonic()
+    for position, memory in enumerate(pending):
+        if time.monotonic() - held_since > context.settings.batch_lock_seconds:
+            await session.commit()  # lets the namespace go; revise_stored takes it again
+            await memories.lock_namespace(session, namespace)
+            # Read again under the lock: a memory revised meanwhile has a new vector.
+            embeddings = await memories.embeddings_of(session, [later.id for later in pending[position:]])
+            held_since = time.monotonic()
+        embedding = embeddings.get(memory.id)
         if embedding is None:
             continue
         # Skips what was superseded earlier in this pass.

@@ -1,6 +1,7 @@
 """SQL of revisions: the log, relations, candidates and the versions a revision wrote."""
 
-from datetime import datetime
+import uuid
+from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
@@ -26,11 +27,14 @@ async def active_with_key(
     return list((await session.execute(statement)).scalars())
 
 
-async def add(session: AsyncSession, **fields: Any) -> RevisionLog:
+def add(session: AsyncSession, **fields: Any) -> RevisionLog:
+    """A new log row, written with the session's next flush (with the other rows of a write,
+    in as few statements as it can): its id and time are set here, not by the database."""
+    fields.setdefault("id", uuid.uuid4())
+    fields.setdefault("created_at", datetime.now(timezone.utc))
+    fields.setdefault("reason", "")
     revision = RevisionLog(**fields)
     session.add(revision)
-    await session.flush()
-    await session.refresh(revision)
     return revision
 
 

@@ -167,7 +167,7 @@ async def log_revision(
     """Log (and count) a revision caused by `new`; `new_content` when the log must record
     text the memory does not hold yet (a manual revise, logged before the change)."""
     count_revision(trigger=trigger, decision=fields.get("decision"), fell_back=fell_back)
-    return await repository.add(
+    return repository.add(
         session,
         namespace=new.namespace,
         trigger=trigger,
@@ -277,6 +277,10 @@ async def apply(
     """Apply a judgement; `merged_vectors` holds the embeddings of merged texts computed with
     the ruling, before the lock was taken."""
     at = new.created_at
+    # Settled before the actions, so the log row is written once, as it ends (a REFINE that
+    # falls back to COEXIST changes it again).
+    revision.status = "applied" if revision.decision != "UNRELATED" else "logged"
+    revision.resolved_at = datetime.now(timezone.utc)
     if revision.decision == "CONFLICT":
         await _apply_conflict(session, revision, new, old, at=at)
     elif revision.decision == "DUPLICATE":
@@ -285,8 +289,6 @@ async def apply(
         await _apply_refine(session, revision, new, old, at=at, context=context, merged_vectors=merged_vectors or {})
     elif revision.decision == "COEXIST":
         await repository.link(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
-    revision.status = "applied" if revision.decision != "UNRELATED" else "logged"
-    revision.resolved_at = datetime.now(timezone.utc)
     await session.flush()
 
 
@@ -356,6 +358,7 @@ async def triggered(
             exclude=list(excluded),
             memory_types=repository.REVISABLE_TYPES,
             not_after=new.created_at,
+            approximate=memories.namespace_size(session, new.namespace) > settings.neighbour_scan_exact_max,
         )
     cue = change_cue(new.content)
     # A memory not stored yet was judged against nothing.

@@ -2,6 +2,7 @@
 and a request that waits too long answers 503 instead of hanging."""
 
 import asyncio
+import time
 
 import pytest
 from httpx import ASGITransport, AsyncClient
@@ -43,6 +44,21 @@ async def test_a_request_that_waits_too_long_is_refused_and_the_slot_stays_usabl
     await holder
     async with admission.slot("read", "b"):  # the refused wait left nothing behind
         pass
+
+
+async def test_a_request_waits_past_the_admission_wait_while_its_lane_keeps_serving():
+    """A burst larger than the slots drains at the rate the lane answers: the last of five
+    waits five holding times, far past the 0.2 s wait, and is served, not refused."""
+    admission = Admission(read_slots=1, write_slots=1, wait_seconds=0.2, max_wait_seconds=10)
+
+    async def search(caller: str) -> float:
+        async with admission.slot("read", caller):
+            await asyncio.sleep(0.12)
+        return time.perf_counter()
+
+    began = time.perf_counter()
+    finished = await asyncio.gather(*(search(f"client-{index}") for index in range(5)))
+    assert max(finished) - began > 0.5
 
 
 async def test_the_middleware_answers_503_with_retry_after_when_no_slot_comes():

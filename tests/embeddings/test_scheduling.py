@@ -44,3 +44,58 @@ async def test_a_caller_that_goes_away_leaves_its_chunks_unembedded(embedder):
     cancelled.cancel()
     # The lane is free again well before 400 texts could have been embedded.
     assert await asyncio.wait_for(embedder.embed_passages(["After the cancel."]), timeout=10) is not None
+
+
+async def test_passages_are_embedded_at_the_lowered_priority():
+    """A bulk import's embedding takes the CPU that searches and the database leave: its thread
+    runs at the configured niceness (Linux schedules threads one by one)."""
+    import os
+    import threading
+
+    from app.embeddings.provider import _PassageLane
+
+    seen: list[int] = []
+
+    def embed(batch: list[str]) -> np.ndarray:
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return np.zeros((len(batch), 3), dtype=np.float32)
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    lane = _PassageLane(embed, chunk=2, yield_seconds=0, niceness=7)
+    futures = lane.submit(["a", "b", "c"])
+    assert [future.result(timeout=10).shape for future in futures] == [(2, 3), (1, 3)]
+    assert seen == [min(19, base + 7)] * 2
+    assert os.getpriority(os.PRIO_PROCESS, 0) == base, "only the lane's thread is lowered, not the process"
+
+
+async def test_queries_that_arrive_together_are_embedded_together():
+    """Under a burst of searches the query lane embeds what queued meanwhile in one call, and
+    each caller gets its own text's vector."""
+    import threading
+
+    from app.embeddings.provider import _QueryLane
+
+    first_call = threading.Event()
+    release = threading.Event()
+    calls: list[list[str]] = []
+
+    def embed(batch: list[str]) -> np.ndarray:
+        calls.append(list(batch))
+        first_call.set()
+        release.wait(timeout=10)
+        return np.array([[float(text)] for text in batch], dtype=np.float32)
+
+    lane = _QueryLane(embed, max_batch=16)
+    first = lane.submit("0")
+    assert first_call.wait(timeout=10)
+    rest = [lane.submit(str(index)) for index in range(1, 8)]  # queued while the first is embedded
+    release.set()
+    assert [future.result(timeout=10)[0] for future in [first, *rest]] == [float(index) for index in range(8)]
+    assert calls == [["0"], [str(index) for index in range(1, 8)]]
+
+
+async def test_a_burst_of_queries_gets_the_vectors_of_its_own_texts(embedder):
+    questions = [f"Where did person {index} move last year?" for index in range(12)]
+    together = await asyncio.gather(*(embedder.embed_query(question) for question in questions))
+    for question, vector in zip(questions, together, strict=True):
+        assert np.allclose(vector, await embedder.embed_query(question), atol=1e-3)

@@ -4,11 +4,16 @@ again; else the judge is asked again."""
 
 import asyncio
 import time
+import uuid
 
 import pytest
 from httpx import AsyncClient
 
-from app.revisions.judges import RulesJudge
+from app.memories import repository
+from app.memories.records import content_hash
+from app.revisions.judgement import Judgement
+from app.revisions.judges import RulesJudge, Ruling
+from app.text import lexemes
 
 JUDGE_SECONDS = 3.0
 
@@ -79,3 +84,60 @@ async def test_a_candidate_changed_while_the_judge_thought_is_judged_again(live_
     logged = (await live_client.get("/debug/revisions", params={"namespace": live_namespace})).json()["revisions"]
     judged_against = [r for r in logged if r["new_memory_id"] == first["memory"]["id"]]
     assert judged_against and all(r["old_memory_id"] == old["memory"]["id"] for r in judged_against)
+
+
+class SluggishJudge:
+    """Rules under the lock (not `slow`), but takes a while per memory; finds every candidate
+    unrelated, so a pass judges each memory (nothing is superseded and skipped)."""
+
+    slow = False
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.calls = 0
+        self.thinking = asyncio.Event()
+
+    async def rule(self, new, candidates):
+        self.calls += 1
+        self.thinking.set()
+        await asyncio.sleep(self.seconds)
+        return Ruling(
+            [Judgement(memory_id=c.memory.id, decision="UNRELATED", confidence=0.9, reason="scripted") for c in candidates],
+            decided_by="rules",
+        )
+
+
+async def test_a_review_lets_its_namespace_go_while_it_runs(live_client, live_namespace, settings):
+    """A review of many memories commits at least every batch_lock_seconds: a write to the
+    namespace waits for one memory's judgement at most, not for the whole pass."""
+    state = live_client._transport.app.state
+    state.settings = settings.model_copy(update={"batch_lock_seconds": 0.3})
+    idle, _ = await write(live_client, live_namespace, "The quarterly budget meeting is in room 4B.")
+    # Stored in bulk (no revision at write time): the review judges every one of them.
+    facts = [f"User lives in {city} now." for city in ("Berlin", "Munich", "Hamburg", "Cologne", "Dresden", "Leipzig")]
+    vectors = await state.embedder.embed_passages(facts)
+    rows = [
+        {
+            "id": uuid.uuid4(),
+            "namespace": live_namespace,
+            "content": fact,
+            "content_hash": content_hash(fact),
+            "memory_type": "semantic",
+            "embedding": vector,
+            "embedding_model": state.embedder.name,
+            "embedding_dim": state.embedder.dim,
+            "lexeme_text": " ".join(lexemes(fact)),
+        }
+        for fact, vector in zip(facts, vectors, strict=True)
+    ]
+    async with state.sessionmaker.begin() as session:
+        await repository.insert_many(session, rows)
+    judge = state.judge = SluggishJudge(0.4)
+    review = asyncio.create_task(live_client.post("/v1/review", json={"namespace": live_namespace}))
+    await asyncio.wait_for(judge.thinking.wait(), timeout=30)
+    during, _ = await write(live_client, live_namespace, "Pack the tent poles before Saturday's hike.")
+    assert not review.done(), "the review should still be running: the check below would prove nothing"
+    assert during - idle < 1.0, (during, idle)
+    response = await review
+    assert response.status_code == 200, response.text
+    assert judge.calls >= 5  # under one lock, the pass would have held the write back ~2 s
