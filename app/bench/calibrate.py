@@ -16,7 +16,6 @@ takes are right."""
 import argparse
 import hashlib
 import json
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,8 +39,6 @@ REPEATS = 8
 # The ridge strengths tried; the one whose out-of-fold calls take the most actions at the
 # precision target is kept.
 L2S = (0.3, 1.0, 3.0, 10.0, 30.0)
-DECIDES = {rule.name: rule.decision for rule in RULES}
-MARGINS = {rule.name: rule.margin for rule in RULES}
 
 
 @dataclass(frozen=True)

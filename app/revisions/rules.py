@@ -19,6 +19,7 @@ from app.revisions.judgement import Candidate, Decision, JudgedMemory, Judgement
 from app.revisions.pairs import LOOSE_KINDS, Pair, in_terms
 from app.revisions.signals import read
 
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     decision: Decision
