@@ -6,9 +6,10 @@ It is a multinomial logistic regression over a small feature vector: which held 
 the embedding closeness, word overlap, the same person, cue words from the lexicons, a
 changed slot, clashing values and names, and the time between the two memories. The weights
 and the probability each action must reach are data (`lexicons/pair_model.json`), fitted by
-`python -m app.bench.calibrate` on the benchmark's tuning split only, the acting probability
-chosen by cross-validation so that the actions it takes there are at least 98% right. The
-service reads only that file, never the benchmark's labels.
+`python -m app.bench.calibrate` on the benchmark's tuning split only. An action is taken from
+a probability the model itself puts at 0.98 or more and at which, in cross-validation on that
+split, at least 98% of its calls were right. The service reads only that file, never the
+benchmark's labels.
 
 A judgement the model takes is stated, like every rule, relative to the threshold: its
 confidence is `revision_confidence_threshold + (p - acting probability)`."""
@@ -32,8 +33,6 @@ CLASSES = (KEEP, *ACTIONS)
 # The verdicts the model may decide: the held rules and the fallbacks. A guard that keeps two
 # memories apart, and a rule sure enough to act, stand as they are.
 OPEN_RULES = ("slot_changed", "likely_update", "elaboration", "related", "nothing")
-
-
 _REFERENCE = lexicon("cues").words("en", "reference")
 
 
