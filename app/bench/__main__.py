@@ -63,6 +63,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--no-ablation", action="store_true", help="skip the ablations (one updates run per rule, one search per relevance component)"
     )
+    parser.add_argument(
+        "--ablate-rules",
+        default=None,
+        help="comma list of the rules the updates ablation switches off, one run each (default: every named rule)",
+    )
     parser.add_argument("--show-tuning-failures", action="store_true", help="print the tuning split's failed cases")
     parser.add_argument("--locomo", type=Path, default=None, help=f"default: <data>/{NEEDS['locomo'][0]}")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
@@ -104,6 +109,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--database-url", default=None, help="default: a fresh embedded PostgreSQL, deleted afterwards")
     parser.add_argument("--out", type=Path, default=Path("bench-results") / "latest.json")
     args = parser.parse_args(argv)
+    named = [name for name in RULE_NAMES if name not in FALLBACKS]
+    chosen = [name.strip() for name in args.ablate_rules.split(",") if name.strip()] if args.ablate_rules else named
+    if set(chosen) - set(named):
+        parser.error(f"--ablate-rules: no rules named {sorted(set(chosen) - set(named))}; the rules are {', '.join(named)}")
+    args.ablate_rules = chosen
     candidates = data_candidates()
     data = args.data or next((path for path in candidates if path.is_dir()), candidates[0])
     args.locomo = args.locomo or data / NEEDS["locomo"][0]
@@ -247,7 +257,7 @@ async def _run_updates(app, client, args: argparse.Namespace) -> tuple[dict[str,
     tables = [_updates_table(results, args.updates)]
     if not args.no_ablation:
         ablation = {}
-        for rule in (name for name in RULE_NAMES if name not in FALLBACKS):
+        for rule in args.ablate_rules:
             app.state.judge = build_judge(settings, disabled_rules=frozenset({rule}))
             ablation[rule] = await both_splits(f"without {rule}")
         for by_split in ablation.values():

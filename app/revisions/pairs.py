@@ -31,6 +31,8 @@ _FRAME_CHARS = 3
 # How far after a change word its object is looked for: four English words, twelve characters.
 _AFTER_CUE_WORDS = 4
 _AFTER_CUE_CHARS = 12
+# A Latin name a Chinese sentence opens on ("order-center 的配置…"): its topic.
+_LEADING_NAME = re.compile(r"\s*([A-Za-z][\w.+#-]*)\s*[^\x00-\x7f]")
 _ANTONYMS = [(stem(a) if a.isascii() else a, stem(b) if b.isascii() else b) for a, b in lexicon("antonyms").pairs()]
 
 
@@ -248,6 +250,16 @@ class Pair:
         if opening & self.old.head or any(in_terms(term, self.old.head) for term in opening):
             return frozenset()  # the same owner: its other attribute, not a detail of this one
         return opening
+
+    @cached_property
+    def same_opening(self) -> bool:
+        """Both sentences open on the same thing ("The billing service is ..." / "The billing
+        service's on-call rotation ...", "order-center 的配置…" / "order-center 的发版…"): what
+        follows is about one owner."""
+        if any(in_terms(term, self.old.head) for term in self.new.head):
+            return True
+        new_name, old_name = _LEADING_NAME.match(self.new.text), _LEADING_NAME.match(self.old.text)
+        return bool(new_name and old_name and new_name.group(1).lower() == old_name.group(1).lower())
 
     @cached_property
     def adds_detail(self) -> bool:

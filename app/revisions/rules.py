@@ -14,9 +14,11 @@ apart come first. `RuleJudge(disabled=...)` switches rules off (the benchmark's 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from app.revisions import calibrated
 from app.revisions.judgement import Candidate, Decision, JudgedMemory, Judgement
 from app.revisions.pairs import LOOSE_KINDS, Pair, in_terms
 from app.revisions.signals import read
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
@@ -294,12 +296,15 @@ RULES: tuple[Rule, ...] = (
     Rule("related", "COEXIST", 0.0, _related, "related, no contradiction"),
     Rule("nothing", "UNRELATED", 0.1, _nothing, "nothing in common"),
 )
-RULE_NAMES = tuple(rule.name for rule in RULES)
+# The calibrated pair model (app/revisions/calibrated.py) decides after the table, on what
+# the table left open; it is switched off by this name like a rule.
+CALIBRATED = "calibrated"
+RULE_NAMES = (*(rule.name for rule in RULES), CALIBRATED)
 # The fallbacks decide when nothing else does; switching them off would leave no answer.
 FALLBACKS = frozenset({"related", "nothing"})
 
 
-def verdict(pair: Pair, *, disabled: frozenset[str] = frozenset()) -> Verdict:
+def _table(pair: Pair, disabled: frozenset[str]) -> Verdict:
     for rule in RULES:
         if rule.name in disabled and rule.name not in FALLBACKS:
             continue
@@ -309,6 +314,22 @@ def verdict(pair: Pair, *, disabled: frozenset[str] = frozenset()) -> Verdict:
         decision = rule.decision or ("COEXIST" if pair.related else "UNRELATED")
         return Verdict(decision, rule.margin, reason, rule.name)
     raise AssertionError("the fallback rules always decide")
+
+
+def verdict(
+    pair: Pair, *, disabled: frozenset[str] = frozenset(), gap_days: float = 0.0, behind_best: float = 0.0
+) -> Verdict:
+    """The table's verdict; where it left the pair open (a held rule, a fallback), the
+    calibrated model's action when its probability reaches the acting one, stated as the
+    margin above it. `gap_days`: how much later the new memory was written; `behind_best`:
+    how much less similar the candidate is than the write's nearest candidate."""
+    decided = _table(pair, disabled)
+    model = calibrated.load() if CALIBRATED not in disabled else None
+    called = calibrated.call(model, pair, decided.rule, gap_days, behind_best) if model else None
+    if called is None or called.margin < 0:
+        return decided
+    reason = f"calibrated {called.decision} p={called.probability:.3f} (acts from {called.probability - called.margin:.3f}); {decided.reason}"
+    return Verdict(called.decision, called.margin, reason, CALIBRATED)
 
 
 # ------------------------------------------------------------------ the judge
@@ -363,11 +384,14 @@ class RuleJudge:
     def judge(self, new: JudgedMemory, candidates: Sequence[Candidate]) -> list[Judgement]:
         """One judgement per candidate, in the candidates' order."""
         signals = read(new.content)
+        best = max((c.similarity for c in candidates), default=0.0)
         verdicts = _coherent(
             [
                 verdict(
                     Pair(signals, read(c.memory.content), c.similarity, new_key=new.key, old_key=c.memory.key),
                     disabled=self.disabled,
+                    gap_days=(new.created_at - c.memory.created_at).total_seconds() / 86400,
+                    behind_best=best - c.similarity,
                 )
                 for c in candidates
             ],

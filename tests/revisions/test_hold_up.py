@@ -4,6 +4,8 @@ the offline rule judge unless a test scripts the LLM path."""
 
 from httpx import AsyncClient
 
+from app.revisions.judges import RulesJudge
+from app.revisions.rules import CALIBRATED
 from tests.revisions.conftest import NS, every_candidate, memory, write
 
 
@@ -198,6 +200,8 @@ async def test_refine_never_merges_two_attributes_of_one_subject(client):
 
 
 async def test_a_detail_the_rules_see_is_proposed_as_a_merge_and_held(client):
+    # The table alone (no calibrated model) proposes the merge and holds it.
+    client._transport.app.state.judge = RulesJudge(disabled=frozenset({CALIBRATED}))
     gym = (await write(client, "User has a gym membership that includes pool access."))["memory"]
     detail = await write(client, "The membership is with Iron Tide Fitness at $45 a month.")
     [revision] = [r for r in detail["revisions"] if r["old_memory_id"] == gym["id"]]
