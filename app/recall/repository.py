@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -25,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
-from sqlalchemy.sql import Subquery
+from sqlalchemy.sql.selectable import CTE
 
 from app.memories.repository import unexpired
 from app.models import Memory, MemoryChunk, MemoryRelation, MemoryVersion, NamespaceState
@@ -223,7 +224,7 @@ async def recency_route(session: AsyncSession, scope: Scope, *, limit: int) -> R
     return await _rows(session, statement)
 
 
-def _bm25(scope: Scope, matches: Subquery, terms: Sequence[str]) -> Select:
+def _bm25(scope: Scope, matches: CTE, terms: Sequence[str]) -> Select:
     """BM25 over the matches, one row per (match, query term it holds). N is the namespaces'
     count of memories ever written (namespace_state; never fewer than the matches), document
     frequencies and the mean length (distinct lexemes) are read over the matches: at most
@@ -249,9 +250,11 @@ def _bm25(scope: Scope, matches: Subquery, terms: Sequence[str]) -> Select:
         .scalar_subquery()
     )
     documents = func.greatest(written, matched)
-    mean_length = select(func.avg(func.length(matches.c.lexemes))).scalar_subquery()
     idf = func.ln(1 + (documents - frequency.c.df + 0.5) / (frequency.c.df + 0.5))
-    norm = 1 - BM25_B + BM25_B * hits.c.length / func.greatest(mean_length, 1)
+    norm: Any = 1.0
+    if BM25_B:
+        mean_length = select(func.avg(func.length(matches.c.lexemes))).scalar_subquery()
+        norm = 1 - BM25_B + BM25_B * hits.c.length / func.greatest(mean_length, 1)
     score = func.sum(idf * hits.c.tf * (BM25_K1 + 1) / (hits.c.tf + BM25_K1 * norm))
     return (
         select(hits.c.id, score.label("score"))
@@ -276,7 +279,7 @@ async def lexical_route(
             select(Memory.id, Memory.lexemes, Memory.created_at)
             .where(*_in_scope(scope), Memory.lexemes.op("@@")(query))
             .limit(match_cap)
-            .subquery("matches")
+            .cte("matches")  # BM25 reads it three times: a CTE runs the index scan once
         )
         if LEXICAL_BM25 and terms:
             statement = _bm25(scope, matches, terms).limit(limit)
