@@ -88,7 +88,14 @@ async def _reembed(*, batch: int):
                 )
             return ReembedReport(model=embedder.name, converted=staged, remaining=remaining, staged_dimension=embedder.dim)
         with tqdm(total=await count_remaining(sessions, model=embedder.name), desc="re-embed", unit="row") as bar:
-            return await reembed(sessions, embedder=embedder, batch=batch, progress=bar.update)
+            return await reembed(
+                sessions,
+                embedder=embedder,
+                batch=batch,
+                progress=bar.update,
+                max_chars=settings.embedding_max_chars,
+                chunks=settings.embedding_chunks,
+            )
     finally:
         await engine.dispose()
 

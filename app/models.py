@@ -157,6 +157,33 @@ class MemoryVersion(Base):
     created_at: Mapped[datetime] = _created_at()
 
 
+class MemoryChunk(Base):
+    """The vectors of a long memory's later windows (app/embeddings/chunking.py): the model sees
+    a text's first `embedding_max_chars`, so a memory longer than that also has a row per further
+    window here, and the vector route scores it by its best window. Derived data: rewritten with
+    the memory's vector, gone with the memory (cascade). `namespace` and `embedding_model` are
+    copied so the chunk index scan filters without a join."""
+
+    __tablename__ = "memory_chunks"
+    __table_args__ = (
+        Index(
+            "ix_memory_chunks_embedding",
+            "embedding",
+            postgresql_using="ivfflat",
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+            postgresql_with={"lists": 1},
+        ),
+    )
+
+    memory_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True
+    )
+    ordinal: Mapped[int] = mapped_column(Integer, primary_key=True)  # 1 = the window after the memory's own
+    namespace: Mapped[str] = mapped_column(Text, nullable=False)
+    embedding: Mapped[Any] = mapped_column(Vector(), nullable=False)
+    embedding_model: Mapped[str] = mapped_column(Text, nullable=False)
+
+
 class MemoryRelation(Base):
     __tablename__ = "memory_relations"
     __table_args__ = (

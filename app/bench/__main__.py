@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from app.bench import conversations as conversation_suite
-from app.bench import harness, ingest, latency, lme_retrieval, locomo, longmemeval, retrieval, updates
+from app.bench import ablation, harness, ingest, latency, lme_retrieval, locomo, longmemeval, retrieval, updates
 from app.core.migrations import scratch_database
 from app.core.settings import settings
 from app.recall.cache import SearchCache
@@ -67,6 +67,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--ablate-rules",
         default=None,
         help="comma list of the rules the updates ablation switches off, one run each (default: every named rule)",
+    )
+    parser.add_argument(
+        "--ablation-rows",
+        default=None,
+        help="comma list: only the retrieval ablation rows whose names contain one of these (default: every row)",
     )
     parser.add_argument("--show-tuning-failures", action="store_true", help="print the tuning split's failed cases")
     parser.add_argument("--locomo", type=Path, default=None, help=f"default: <data>/{NEEDS['locomo'][0]}")
@@ -307,6 +312,8 @@ def _conversations_tables(lme: dict[str, Any], budgets: list[int], replay: dict[
 
 async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, Any], list[str]]:
     suites = {suite.strip() for suite in args.suites.split(",") if suite.strip()}
+    if args.ablation_rows:
+        ablation.keep([name.strip() for name in args.ablation_rows.split(",") if name.strip()])
     results: dict[str, Any] = {}
     tables: list[str] = []
     async with harness.running_service(settings, database_url) as (app, client):

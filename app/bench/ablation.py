@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from app.recall import relevance, scoring
+from app.recall import relevance, repository, scoring
 
 
 @dataclass(frozen=True)
@@ -44,4 +44,15 @@ VARIANTS: dict[str, Variant] = {
     "+session diversity 0.1": Variant(((relevance, "SESSION_DIVERSITY", 0.1),)),
     "+session diversity 0.25": Variant(((relevance, "SESSION_DIVERSITY", 0.25),)),
     "-recency": Variant(request={"weights": {"recency": 0.0}}),
+    "-chunks (own vector only)": Variant(((relevance, "CHUNK_SHARE", 0.0),)),
+    "chunk share 0.5": Variant(((relevance, "CHUNK_SHARE", 0.5),)),
+    "-bm25 (ts_rank, no IDF)": Variant(((repository, "LEXICAL_BM25", False),)),
+    "bm25 b 0.3": Variant(((repository, "BM25_B", 0.3),)),
+    "bm25 b 0": Variant(((repository, "BM25_B", 0.0),)),
 }
+
+
+def keep(fragments: list[str]) -> None:
+    """Only the rows whose names contain one of these fragments (a bounded run)."""
+    for name in [name for name in VARIANTS if not any(fragment in name for fragment in fragments)]:
+        del VARIANTS[name]

@@ -21,6 +21,8 @@ from app.conversations.schemas import ConversationResult, ConversationWrite, Mes
 from app.conversations.schemas import Message as ConversationMessage
 from app.core.errors import Conflict, SensitiveContent, Unprocessable, problem_of
 from app.core.settings import Settings
+from app.embeddings import chunking
+from app.embeddings import repository as chunk_vectors
 from app.jobs.runner import JobContext, JobRunner, handler
 from app.memories import records
 from app.memories import repository as memories
@@ -176,8 +178,12 @@ async def _store(
             )
     parts = {message.message_id: _parts(message.content, settings.max_content_chars) for message in fresh}
     texts = [text for message in fresh for text in parts[message.message_id]]
-    vectors = iter(await runtime.context.embedder.embed_passages(texts)) if texts else iter(())
+    embedded = await chunking.embed(
+        runtime.context.embedder, texts, max_chars=settings.embedding_max_chars, chunks=settings.embedding_chunks
+    )
+    vectors, windows = iter(embedded.vectors), iter(embedded.chunks)
     by_message = {message.message_id: [next(vectors) for _ in parts[message.message_id]] for message in fresh}
+    windows_of = {message.message_id: [next(windows) for _ in parts[message.message_id]] for message in fresh}
 
     async with runtime.sessions() as session:
         claimed = await repository.claim(
@@ -218,6 +224,16 @@ async def _store(
             )
         if rows:
             await memories.insert_many(session, [row for message_rows in rows.values() for row in message_rows])
+            await chunk_vectors.replace_chunks(
+                session,
+                {
+                    row["id"]: (namespace, part_windows)
+                    for message_id, message_rows in rows.items()
+                    for row, part_windows in zip(message_rows, windows_of[message_id], strict=True)
+                    if len(part_windows)
+                },
+                model=runtime.context.embedder.name,
+            )
             mark_written(session, [namespace])
             await repository.set_memories(
                 session,

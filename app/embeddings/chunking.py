@@ -1,13 +1,18 @@
-"""Long texts as several chunks of one memory.
+"""Long texts as several windows of one memory.
 
 A model sees the first `max_chars` of a text; past that, words are invisible to the vector
-route. With `chunks > 1` a passage is cut into up to that many windows of `max_chars` (cut at
-whitespace, overlapping by OVERLAP characters so a phrase across a cut is whole in one), each is
-embedded, and the memory's one vector is the normalised mean of its chunks' vectors: it stays
-one row in the ivfflat index, so the vector route is unchanged, and the lexical route still
-reads the full text. Queries are never chunked."""
+route. With `chunks > 1` a passage longer than that is also cut into windows of `max_chars`
+(cut at whitespace, overlapping by OVERLAP characters so a phrase across a cut is whole in one),
+up to `chunks` windows in all. The memory's own vector stays its prefix's (as with `chunks = 1`);
+each later window gets a vector of its own in `memory_chunks` (app/embeddings/repository.py),
+and the vector route scores a memory by its best window (app/recall/relevance.py,
+`CHUNK_SHARE`). The lexical route reads the full text. Queries are never cut."""
+
+from dataclasses import dataclass
 
 import numpy as np
+
+from app.embeddings.provider import EmbeddingProvider
 
 OVERLAP = 64
 
@@ -30,13 +35,19 @@ def split(text: str, *, max_chars: int, chunks: int) -> list[str]:
     return pieces
 
 
-def pool(pieces: list[list[str]], vectors: np.ndarray) -> np.ndarray:
-    """One normalised vector per text from its pieces' vectors (`vectors` holds a row per piece,
-    in order): the mean of its chunks."""
-    rows, start = [], 0
-    for text_pieces in pieces:
-        mean = vectors[start : start + len(text_pieces)].mean(axis=0)
-        start += len(text_pieces)
-        norm = np.linalg.norm(mean)
-        rows.append(mean / norm if norm else mean)
-    return np.vstack(rows).astype(np.float32) if rows else vectors
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    vectors: np.ndarray  # one row per text: its prefix's vector, the memory's own
+    chunks: list[np.ndarray]  # per text, a row per later window (none for a short text)
+
+
+async def embed(embedder: EmbeddingProvider, texts: list[str], *, max_chars: int, chunks: int) -> Embedded:
+    """The texts' own vectors and their later windows', in one request to the embedder (its
+    passage lane batches them together)."""
+    later = [split(text, max_chars=max_chars, chunks=chunks)[1:] for text in texts]
+    vectors = await embedder.embed_passages([*texts, *(piece for pieces in later for piece in pieces)])
+    rows, start = [], len(texts)
+    for pieces in later:
+        rows.append(vectors[start : start + len(pieces)])
+        start += len(pieces)
+    return Embedded(vectors=vectors[: len(texts)], chunks=rows)

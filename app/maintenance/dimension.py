@@ -49,6 +49,9 @@ async def prepare(engine: AsyncEngine, *, model: str, dim: int, staging: bool = 
                 f"run `{REEMBED}` while the current service keeps answering, then start the service again "
                 "(README: changing the embedding model)"
             )
+        if await repository.column_dim(connection, repository.CHUNKS) != dim:
+            await repository.reset_chunks(connection, dim)
+            done.append(f"{repository.CHUNKS.name}.embedding takes {dim} dimensions (its chunk vectors, of the old model, are dropped)")
         for table in changing:
             if table in staged:
                 await repository.swap_staged(connection, table, model=model, dim=dim)

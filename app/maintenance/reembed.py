@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.embeddings import chunking
+from app.embeddings import repository as chunk_vectors
 from app.embeddings.provider import EmbeddingProvider
 from app.maintenance import repository
 from app.maintenance.repository import Embedded
@@ -35,18 +37,31 @@ async def count_remaining(sessions: async_sessionmaker[AsyncSession], *, model: 
 
 
 async def _convert_batch(
-    sessions: async_sessionmaker[AsyncSession], embedder: EmbeddingProvider, *, entity: Embedded, size: int
+    sessions: async_sessionmaker[AsyncSession],
+    embedder: EmbeddingProvider,
+    *,
+    entity: Embedded,
+    size: int,
+    max_chars: int,
+    chunks: int,
 ) -> int:
     async with sessions.begin() as session:
         batch = await repository.batch_to_reembed(session, model=embedder.name, limit=size, entity=entity)
         if batch:
-            vectors = await embedder.embed_passages([row.content for row in batch])
+            # A memory's later windows (memory_chunks) move to the new model with it; lessons have none.
+            windows = chunks if entity is Memory else 1
+            embedded = await chunking.embed(embedder, [row.content for row in batch], max_chars=max_chars, chunks=windows)
             # Written in place, without a version row or version bump: content and status do
             # not change, and a rollback re-embeds restored content with the current model.
             await repository.set_embeddings(
-                session, {row.id: vector for row, vector in zip(batch, vectors)}, model=embedder.name, entity=entity
+                session, {row.id: vector for row, vector in zip(batch, embedded.vectors)}, model=embedder.name, entity=entity
             )
             if entity is Memory:
+                await chunk_vectors.replace_chunks(
+                    session,
+                    {row.id: (row.namespace, vectors) for row, vectors in zip(batch, embedded.chunks)},
+                    model=embedder.name,
+                )
                 mark_written(session, {row.namespace for row in batch})
     return len(batch)
 
@@ -58,13 +73,16 @@ async def reembed(
     batch: int,
     limit: int | None = None,
     progress: Callable[[int], object] | None = None,
+    max_chars: int = 512,
+    chunks: int = 1,
 ) -> ReembedReport:
-    """Re-embed memories, then lessons, of another model with the configured one, at most `limit` of them."""
+    """Re-embed memories, then lessons, of another model with the configured one, at most `limit`
+    of them; a memory longer than `max_chars` also gets up to `chunks` windows (app/embeddings/chunking.py)."""
     converted = 0
     for entity in EMBEDDED:
         while limit is None or converted < limit:
             size = batch if limit is None else min(batch, limit - converted)
-            done = await _convert_batch(sessions, embedder, entity=entity, size=size)
+            done = await _convert_batch(sessions, embedder, entity=entity, size=size, max_chars=max_chars, chunks=chunks)
             converted += done
             if progress:
                 progress(done)

@@ -179,6 +179,11 @@ VECTOR_TABLES = (
     VectorTable("reflections", "lesson", "lesson_hash", None),
 )
 STAGED = "embedding_next"
+# A long memory's later windows (memory_chunks) are derived from its text, never staged: with a
+# model of another dimension they are dropped, and a long memory is then searched by its own
+# vector (its prefix) until it is written again. (A model of the same dimension re-embeds them
+# with the memory: app/maintenance/reembed.py.)
+CHUNKS = VectorTable("memory_chunks", "", "", "ix_memory_chunks_embedding")
 
 
 async def column_dim(connection: AsyncConnection, table: VectorTable, column: str = "embedding") -> int | None:
@@ -294,3 +299,9 @@ async def swap_staged(connection: AsyncConnection, table: VectorTable, *, model:
                     "USING ivfflat (embedding vector_cosine_ops) WITH (lists = 1)"
                 )
             )
+
+
+async def reset_chunks(connection: AsyncConnection, dim: int) -> None:
+    """Drop every chunk vector and give the column the new dimension (its index is rebuilt, empty)."""
+    await connection.execute(text(f"DELETE FROM {CHUNKS.name}"))
+    await connection.execute(text(f"ALTER TABLE {CHUNKS.name} ALTER COLUMN embedding TYPE vector({int(dim)})"))

@@ -51,4 +51,11 @@ async def reembed_memories(
 ) -> ReembedReport:
     """Re-embed memories embedded with another model than the configured one, in batches."""
     access.check(None)  # re-embedding covers every namespace
-    return await reembed(sessions, embedder=embedder, batch=settings.reembed_batch, limit=option("limit", options, limit, None))
+    return await reembed(
+        sessions,
+        embedder=embedder,
+        batch=settings.reembed_batch,
+        limit=option("limit", options, limit, None),
+        max_chars=settings.embedding_max_chars,
+        chunks=settings.embedding_chunks,
+    )

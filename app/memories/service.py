@@ -16,6 +16,8 @@ from app.core.auth import Access
 from app.core.errors import AppError, NotFound, Unavailable, problem_of, validation_problem
 from app.core.metrics import WRITES
 from app.core.settings import Settings
+from app.embeddings import chunking
+from app.embeddings import repository as chunk_vectors
 from app.memories import records, repository
 from app.memories.schemas import (
     BatchItemResult,
@@ -188,11 +190,28 @@ def _refuse_sensitive(request: MemoryWrite) -> None:
     refuse_sensitive(fields)
 
 
+def _embed(context: Context, texts: list[str]) -> asyncio.Future[chunking.Embedded]:
+    settings = context.settings
+    return asyncio.ensure_future(
+        chunking.embed(context.embedder, texts, max_chars=settings.embedding_max_chars, chunks=settings.embedding_chunks)
+    )
+
+
+async def _store_chunks(session: AsyncSession, outcome: WriteOutcome, *, request: MemoryWrite, vectors: np.ndarray, context: Context) -> None:
+    """A new long memory's later windows (app/embeddings/chunking.py), when it holds the text
+    they were cut from (a merge at write time gives it another)."""
+    memory = outcome.memory
+    if len(vectors) and not outcome.deduplicated and memory.content == request.content:
+        await chunk_vectors.replace_chunks(session, {memory.id: (memory.namespace, vectors)}, model=context.embedder.name)
+
+
 async def write(session: AsyncSession, *, request: MemoryWrite, context: Context) -> WriteOutcome:
     """Store one memory, or return the active memory it repeats."""
     _refuse_sensitive(request)
-    embedding = (await context.embedder.embed_passages([request.content]))[0]
-    return await _store(session, request=request, embedding=embedding, context=context)
+    embedded = await _embed(context, [request.content])
+    outcome = await _store(session, request=request, embedding=embedded.vectors[0], context=context)
+    await _store_chunks(session, outcome, request=request, vectors=embedded.chunks[0], context=context)
+    return outcome
 
 
 class _ItemRejected(Exception):
@@ -280,7 +299,7 @@ async def write_batch(
         await asyncio.sleep(0)  # a large batch is read item by item, letting other requests in between
     order = list(parsed.items())
     chunks = [
-        asyncio.ensure_future(context.embedder.embed_passages([request.content for _, request in order[start : start + _BATCH_EMBEDDING_CHUNK]]))
+        _embed(context, [request.content for _, request in order[start : start + _BATCH_EMBEDDING_CHUNK]])
         for start in range(0, len(order), _BATCH_EMBEDDING_CHUNK)
     ]
     lock = _BatchLock(session, hold_seconds=context.settings.batch_lock_seconds)
@@ -289,10 +308,12 @@ async def write_batch(
             chunk = chunks[position // _BATCH_EMBEDDING_CHUNK]
             if not chunk.done():
                 await lock.release()  # no lock is held while embeddings are computed
-            embedding = (await chunk)[position % _BATCH_EMBEDDING_CHUNK]
+            embedded = await chunk
+            offset = position % _BATCH_EMBEDDING_CHUNK
             try:
                 access.check(request.namespace)
-                outcome = await _store_in_batch(session, lock, request=request, embedding=embedding, context=context)
+                outcome = await _store_in_batch(session, lock, request=request, embedding=embedded.vectors[offset], context=context)
+                await _store_chunks(session, outcome, request=request, vectors=embedded.chunks[offset], context=context)
             except Unavailable:
                 raise  # the database is away: the batch answers 503
             except AppError as error:

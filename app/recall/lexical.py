@@ -7,8 +7,12 @@ from collections.abc import Iterable
 from app.text import lexemes
 
 
-def or_query(text: str, *, without: Iterable[str] = ()) -> str:
-    """Text for `to_tsquery('simple', ...)` matching any lexeme of `text` except those of
-    `without`; '' if none."""
+def query_terms(text: str, *, without: Iterable[str] = ()) -> list[str]:
+    """The distinct lexemes of `text` except those of `without`, in order."""
     dropped = {lexeme for phrase in without for lexeme in lexemes(phrase)}
-    return " | ".join(lexeme for lexeme in dict.fromkeys(lexemes(text)) if lexeme not in dropped)
+    return [lexeme for lexeme in dict.fromkeys(lexemes(text)) if lexeme not in dropped]
+
+
+def or_query(terms: Iterable[str]) -> str:
+    """Text for `to_tsquery('simple', ...)` matching any of these lexemes; '' if none."""
+    return " | ".join(terms)

@@ -23,7 +23,7 @@ from app.models import Memory
 from app.namespaces import repository as namespaces
 from app.recall import competitors, relevance, repository, rerank, scoring, timeframe
 from app.recall.cache import SearchCache
-from app.recall.lexical import or_query
+from app.recall.lexical import or_query, query_terms
 from app.recall.repository import RouteRows, Scope
 from app.recall.schemas import (
     Explain,
@@ -107,10 +107,12 @@ async def _run_routes(
             session, scope, key_prefix=request.key_prefix, terms=_key_terms(request.query), limit=limit
         )
         recency = await repository.recency_route(session, scope, limit=settings.search_recency_candidates)
+        terms = query_terms(request.query, without=named)
         lexical = await repository.lexical_route(
             session,
             scope,
-            tsquery=or_query(request.query, without=named),
+            tsquery=or_query(terms),
+            terms=terms,
             text=request.query,
             limit=limit,
             match_cap=settings.lexical_match_cap,
@@ -119,7 +121,9 @@ async def _run_routes(
     except BaseException:
         embedding.cancel()  # the database failed: nobody waits for the vector any more
         raise
-    vector = await repository.vector_route(session, scope, embedding=vector_of_query, model=embedder.name, limit=limit)
+    vector = await repository.vector_route(
+        session, scope, embedding=vector_of_query, model=embedder.name, limit=limit, chunks=relevance.CHUNK_SHARE > 0
+    )
     routes = {"key": key, "vector": vector, "recency": recency, "lexical": lexical}
     named_time = await window
     if named_time:
@@ -133,6 +137,12 @@ async def _run_routes(
             limit=limit,
         )
     return routes, vector_of_query
+
+
+async def _load(session: AsyncSession, memory_ids: list[UUID], *, embedding: np.ndarray) -> dict[UUID, tuple[Memory, float]]:
+    """The memories with their cosine to the query, their later windows' counted (relevance.memory_cosine)."""
+    loaded = await repository.load(session, memory_ids, embedding=embedding)
+    return {memory_id: (memory, relevance.memory_cosine(own, chunk)) for memory_id, (memory, own, chunk) in loaded.items()}
 
 
 def _merge(routes: dict[str, RouteRows]) -> dict[UUID, Candidate]:
@@ -442,11 +452,11 @@ async def search(
         window = parsing.result()
         skipped = await repository.count_other_model(reader, scope, model=embedder.name)
         candidates = _merge(routes)
-        loaded = await repository.load(reader, list(candidates), embedding=embedding)
+        loaded = await _load(reader, list(candidates), embedding=embedding)
         in_sessions = [memory_id for memory_id, (memory, _) in loaded.items() if memory.session_id]
         neighbours = await repository.session_neighbours(reader, scope, anchors=in_sessions, width=relevance.NEIGHBOUR_WIDTH)
         unloaded = list({other for _, other, _ in neighbours} - loaded.keys())
-        loaded |= await repository.load(reader, unloaded, embedding=embedding)
+        loaded |= await _load(reader, unloaded, embedding=embedding)
         relevances = relevance.score(_evidence(routes, loaded, neighbours, window), query=request.query)
         memories = {memory_id: memory for memory_id, (memory, _) in loaded.items()}
         weights = effective_weights(request, settings)

@@ -86,7 +86,7 @@ async def dims(engine: AsyncEngine) -> dict[str, int]:
     async with engine.connect() as connection:
         rows = await connection.execute(
             text("SELECT attrelid::regclass::text, atttypmod FROM pg_attribute WHERE attname = 'embedding' "
-                 "AND attrelid IN ('memories'::regclass, 'reflections'::regclass)")
+                 "AND attrelid IN ('memories'::regclass, 'reflections'::regclass, 'memory_chunks'::regclass)")
         )
         return dict(rows.all())
 
@@ -109,7 +109,7 @@ async def write(http: AsyncClient, content: str) -> dict:
 
 async def test_a_fresh_database_takes_the_configured_dimension(fresh_engine, new_settings, new_embedder, fake_embeddings):
     done = await dimension.prepare(fresh_engine, model=FAKE_MODEL, dim=DIM)
-    assert len(done) == 2 and await dims(fresh_engine) == {"memories": DIM, "reflections": DIM}
+    assert len(done) == 3 and await dims(fresh_engine) == {"memories": DIM, "reflections": DIM, "memory_chunks": DIM}
     await dimension.check(fresh_engine, new_embedder)
     async with serving(new_settings, fresh_engine, new_embedder) as http:
         written = [await write(http, fact) for fact in FACTS]
@@ -157,8 +157,8 @@ async def test_a_change_of_dimension_reembeds_into_new_columns_while_the_service
     await old.aclose()
 
     # Restarted with the new settings: migration swaps the staged vectors in.
-    assert len(await dimension.prepare(fresh_engine, model=FAKE_MODEL, dim=DIM)) == 2
-    assert await dims(fresh_engine) == {"memories": DIM, "reflections": DIM}
+    assert len(await dimension.prepare(fresh_engine, model=FAKE_MODEL, dim=DIM)) == 3
+    assert await dims(fresh_engine) == {"memories": DIM, "reflections": DIM, "memory_chunks": DIM}
     async with serving(new_settings, fresh_engine, new_embedder) as new:
         switched = await search(new, "What is the user's dog called?")
         assert switched["skipped_other_model"] == 2  # the straggler and the revised memory
