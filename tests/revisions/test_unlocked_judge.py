@@ -33,6 +33,9 @@ class SlowJudge:
         self.calls += 1
         self.thinking.set()
         await asyncio.sleep(self.seconds)
+        return await self._decide(new, candidates)
+
+    async def _decide(self, new, candidates):
         return await self._rules.rule(new, candidates)
 
 
@@ -86,21 +89,13 @@ async def test_a_candidate_changed_while_the_judge_thought_is_judged_again(live_
     assert judged_against and all(r["old_memory_id"] == old["memory"]["id"] for r in judged_against)
 
 
-class SluggishJudge:
+class SluggishJudge(SlowJudge):
     """Rules under the lock (not `slow`), but takes a while per memory; finds every candidate
     unrelated, so a pass judges each memory (nothing is superseded and skipped)."""
 
     slow = False
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.calls = 0
-        self.thinking = asyncio.Event()
-
-    async def rule(self, new, candidates):
-        self.calls += 1
-        self.thinking.set()
-        await asyncio.sleep(self.seconds)
+    async def _decide(self, new, candidates):
         return Ruling(
             [Judgement(memory_id=c.memory.id, decision="UNRELATED", confidence=0.9, reason="scripted") for c in candidates],
             decided_by="rules",
