@@ -29,8 +29,6 @@ from app.bench.latency import percentiles
 from app.bench.load import Phrasebook
 from app.maintenance.service import retune_vector_index
 from app.memories import repository
-from app.memories.records import content_hash
-from app.text import lexemes
 
 TEXT_CHARS = 200
 POOL_TEXTS = 64
@@ -69,14 +67,11 @@ async def prefill(app: FastAPI, namespace: str, count: int, *, seed: int) -> Non
                     "id": uuid.uuid4(),
                     "namespace": namespace,
                     "content": content,
-                    "content_hash": content_hash(content),
                     "memory_type": "semantic",
                     "embedding": vector / np.linalg.norm(vector),
                     "embedding_model": embedder.name,
-                    "embedding_dim": embedder.dim,
                     "created_at": start + timedelta(seconds=index),
                     "updated_at": start + timedelta(seconds=index),
-                    "lexeme_text": " ".join(lexemes(content)),
                 }
             )
         async with app.state.sessionmaker.begin() as session:

@@ -21,8 +21,6 @@ from tqdm import tqdm
 
 from app.maintenance.service import retune_vector_index
 from app.memories import repository
-from app.memories.records import content_hash
-from app.text import lexemes
 
 INSERT_BATCH = 2_000
 # Synthetic text follows Zipf's law over a large vocabulary, as natural text does: a handful
@@ -91,14 +89,11 @@ def _rows(namespace: str, texts: list[str], vectors: np.ndarray, model: str, sta
             "id": uuid.uuid4(),
             "namespace": namespace,
             "content": text,
-            "content_hash": content_hash(text),
             "memory_type": "semantic",
             "embedding": vector,
             "embedding_model": model,
-            "embedding_dim": len(vector),
             "created_at": start + timedelta(minutes=index),
             "updated_at": start + timedelta(minutes=index),
-            "lexeme_text": " ".join(lexemes(text)),
         }
         for index, (text, vector) in enumerate(zip(texts, vectors, strict=True))
     ]

@@ -29,7 +29,6 @@ from app.memories import repository as memories
 from app.memories.sensitive import find_sensitive
 from app.models import Job
 from app.namespaces.tracking import mark_written
-from app.recall.lexical import lexemes
 from app.working import service as working
 
 JOB_KIND = "conversation.ingest"
@@ -135,16 +134,13 @@ def _memory_rows(
                 "id": uuid.uuid4(),
                 "namespace": namespace,
                 "content": text,
-                "content_hash": records.content_hash(text),
                 "memory_type": "episodic",
                 "embedding": vector,
                 "embedding_model": model,
-                "embedding_dim": len(vector),
                 "session_id": session_id,
                 "source": source,
                 "created_at": message.at + timedelta(microseconds=position),
                 "updated_at": now,
-                "lexeme_text": " ".join(lexemes(text)),
             }
         )
     return rows

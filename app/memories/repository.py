@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.exc import StaleDataError
 
 from app.core.errors import NotFound, VersionConflict
+from app.memories.records import content_hash
 from app.models import Memory, MemoryRelation, MemoryVersion, NamespaceState, WriteRateCount, WriteRateFlag
 from app.namespaces import tracking
 from app.text import lexemes
@@ -202,12 +203,23 @@ async def insert(session: AsyncSession, memory: Memory) -> Memory:
 
 
 async def insert_many(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
-    """Bulk import of prepared active rows (each with an `id` and a `lexeme_text` for the
-    lexical index) in two statements; version 1 of each row is recorded alongside."""
+    """Bulk import of prepared active rows (each with an `id`, its content and its vector) in two
+    statements; version 1 of each row is recorded alongside. The derived columns (the content's
+    hash, the lexemes of the lexical index, the vector's dimension) are filled in here."""
+    rows = [
+        {
+            "version": 1,
+            **row,
+            "content_hash": content_hash(row["content"]),
+            "embedding_dim": len(row["embedding"]),
+            "lexeme_text": " ".join(lexemes(row["content"])),
+        }
+        for row in rows
+    ]
     statement = insert_into(Memory).values(
         lexemes=func.to_tsvector(literal_column("'simple'::regconfig"), bindparam("lexeme_text"))
     )
-    await session.execute(statement, [{"version": 1, **row} for row in rows])
+    await session.execute(statement, rows)
     versions = [
         {
             "memory_id": row["id"],
@@ -215,7 +227,7 @@ async def insert_many(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> 
             "content": row["content"],
             "status": "active",
             "changed_by": "import",
-            "snapshot": _snapshot({"version": 1, "status": "active", **row}),
+            "snapshot": _snapshot({"status": "active", **row}),
         }
         for row in rows
     ]

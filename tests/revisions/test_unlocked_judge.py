@@ -10,10 +10,8 @@ import pytest
 from httpx import AsyncClient
 
 from app.memories import repository
-from app.memories.records import content_hash
 from app.revisions.judgement import Judgement
 from app.revisions.judges import RulesJudge, Ruling
-from app.text import lexemes
 
 JUDGE_SECONDS = 3.0
 
@@ -116,12 +114,9 @@ async def test_a_review_lets_its_namespace_go_while_it_runs(live_client, live_na
             "id": uuid.uuid4(),
             "namespace": live_namespace,
             "content": fact,
-            "content_hash": content_hash(fact),
             "memory_type": "semantic",
             "embedding": vector,
             "embedding_model": state.embedder.name,
-            "embedding_dim": state.embedder.dim,
-            "lexeme_text": " ".join(lexemes(fact)),
         }
         for fact, vector in zip(facts, vectors, strict=True)
     ]
