@@ -1,6 +1,7 @@
 """The FastAPI application: lifespan (engine, embedder), routers, error handlers."""
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -92,6 +93,14 @@ def attach_runtime(
     app.state.jobs = JobRunner(sessions=app.state.sessionmaker, state=app.state, settings=settings)
 
 
+def _settle_heap() -> None:
+    """Start-up leaves about half a million objects (libraries, lexicons, language data) that
+    live as long as the process. Frozen, the collector's passes no longer walk them: unfrozen, a
+    full pass stopped a search for 0.5-0.9 s in the 100k-memory latency runs."""
+    gc.collect()
+    gc.freeze()
+
+
 def create_app(settings: Settings = default_settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -117,6 +126,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
                 )
                 stack.callback(tidying.cancel)
                 await stack.enter_async_context(app.state.jobs.running())
+                _settle_heap()
                 yield
         finally:
             await engine.dispose()

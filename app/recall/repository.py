@@ -3,14 +3,19 @@
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
 import numpy as np
 from sqlalchemy import (
     ColumnElement,
+    DateTime,
+    Integer,
+    Row,
     Select,
     Text,
+    bindparam,
     case,
     cast,
     exists,
@@ -106,27 +111,62 @@ def _like_prefix(prefix: str) -> str:
     return f"{escaped}%"
 
 
-def _in_scope(scope: Scope, memory: type[Memory] = Memory) -> list[ColumnElement[bool]]:
+def _filters(scope: Scope) -> dict[str, Any]:
+    """The scope's filter values by name; None where it does not filter."""
+    return {
+        "namespaces": list(scope.namespaces),
+        "statuses": list(scope.statuses),
+        "at": scope.at,
+        "memory_types": list(scope.memory_types) if scope.memory_types else None,
+        "key_like": _like_prefix(scope.key_prefix) if scope.key_prefix else None,
+        "created_after": scope.created_after,
+        "created_before": scope.created_before,
+    }
+
+
+def _conditions(memory: type[Memory], *, historical: bool, filters: dict[str, Any]) -> list[ColumnElement[bool]]:
+    """The hard filters over `memory`, from the values of `_filters` or from bound parameters."""
+    at = filters["at"]
     conditions = [
-        memory.namespace.in_(scope.namespaces),
-        (_status_at(memory, scope.at) if scope.historical else memory.status).in_(scope.statuses),
+        memory.namespace.in_(filters["namespaces"]),
+        (_status_at(memory, at) if historical else memory.status).in_(filters["statuses"]),
         # Expired memories never come back, whatever the status filter says.
-        unexpired(memory, scope.at),
-        memory.created_at <= scope.at,
+        unexpired(memory, at),
+        memory.created_at <= at,
     ]
-    if scope.memory_types:
-        conditions.append(memory.memory_type.in_(scope.memory_types))
-    if scope.key_prefix:
-        conditions.append(memory.key.like(_like_prefix(scope.key_prefix)))
-    if scope.created_after:
-        conditions.append(memory.created_at >= scope.created_after)
-    if scope.created_before:
-        conditions.append(memory.created_at <= scope.created_before)
+    if filters["memory_types"] is not None:
+        conditions.append(memory.memory_type.in_(filters["memory_types"]))
+    if filters["key_like"] is not None:
+        conditions.append(memory.key.like(filters["key_like"]))
+    if filters["created_after"] is not None:
+        conditions.append(memory.created_at >= filters["created_after"])
+    if filters["created_before"] is not None:
+        conditions.append(memory.created_at <= filters["created_before"])
     return conditions
 
 
-async def _rows(session: AsyncSession, statement: Select) -> RouteRows:
-    return [(memory_id, float(score)) for memory_id, score in (await session.execute(statement)).all()]
+def _in_scope(scope: Scope, memory: type[Memory] = Memory) -> list[ColumnElement[bool]]:
+    return _conditions(memory, historical=scope.historical, filters=_filters(scope))
+
+
+_LISTS = frozenset({"namespaces", "statuses", "memory_types"})
+_MOMENTS = frozenset({"at", "created_after", "created_before"})
+
+
+def _bound_filters(present: frozenset[str]) -> dict[str, Any]:
+    """Bound parameters `scope_<name>` for the filters `present`, None for the others."""
+    return {
+        name: bindparam(
+            f"scope_{name}", expanding=name in _LISTS, type_=DateTime(timezone=True) if name in _MOMENTS else None
+        )
+        if name in present
+        else None
+        for name in ("namespaces", "statuses", "at", "memory_types", "key_like", "created_after", "created_before")
+    }
+
+
+async def _rows(session: AsyncSession, statement: Select, parameters: dict[str, Any] | None = None) -> RouteRows:
+    return [(memory_id, float(score)) for memory_id, score in (await session.execute(statement, parameters)).all()]
 
 
 async def key_route(
@@ -157,19 +197,19 @@ async def vector_route(
     """Approximate cosine neighbours through the ivfflat indexes (probes and iterative scans
     are set per connection, see app.core.database.create_engine): the memories nearest by their
     own vector and, with `chunks`, those whose later windows are nearest (memory_chunks), each
-    scored by its nearest vector."""
+    scored by its nearest vector. One statement: both scans, then the best per memory."""
     distance = Memory.embedding.cosine_distance(embedding)
-    statement = (
-        select(Memory.id, (1 - distance).label("similarity"))
+    nearest = [
+        select(Memory.id.label("id"), (1 - distance).label("similarity"))
         .where(*_in_scope(scope), Memory.embedding_model == model)
         .order_by(distance)
         .limit(limit)
-    )
-    best = dict(await _rows(session, statement))
+        .subquery("own")
+    ]
     if chunks:
         chunk_distance = MemoryChunk.embedding.cosine_distance(embedding)
-        statement = (
-            select(MemoryChunk.memory_id, (1 - chunk_distance).label("similarity"))
+        nearest.append(
+            select(MemoryChunk.memory_id.label("id"), (1 - chunk_distance).label("similarity"))
             .join(Memory, Memory.id == MemoryChunk.memory_id)
             .where(
                 MemoryChunk.namespace.in_(scope.namespaces),
@@ -179,11 +219,13 @@ async def vector_route(
             )
             .order_by(chunk_distance)
             .limit(limit)
+            .subquery("windows")
         )
-        for memory_id, similarity in await _rows(session, statement):
-            best[memory_id] = max(similarity, best.get(memory_id, similarity))
-    # Relaxed order is only nearly sorted, and the two scans interleave.
-    return sorted(best.items(), key=lambda row: row[1], reverse=True)[:limit]
+    found = union_all(*(select(scan.c.id, scan.c.similarity) for scan in nearest)).subquery("found")
+    best = func.max(found.c.similarity)
+    # Relaxed order is only nearly sorted, and the two scans interleave: sorted here.
+    statement = select(found.c.id, best).group_by(found.c.id).order_by(best.desc()).limit(limit)
+    return await _rows(session, statement)
 
 
 async def time_route(
@@ -201,16 +243,16 @@ async def time_route(
     return sorted(rows, key=lambda row: row[1], reverse=True)
 
 
-async def count_other_model(session: AsyncSession, scope: Scope, *, model: str) -> int:
+async def count_other_model(session: AsyncSession, scope: Scope, *, model: str) -> int | None:
     """In-scope memories the vector route cannot see: their vectors are in another model's
-    space. Almost always there are none anywhere, which the embedding_model index answers
-    at once; only then is the scope counted."""
+    space. None when the namespaces hold no memory of another model at all (almost always,
+    which the embedding_model index answers at once); only otherwise is the scope counted."""
     # Spelt as two ranges: a btree cannot answer `<>`, and a scan for a row that is not there
     # reads the whole table.
     other = or_(Memory.embedding_model < model, Memory.embedding_model > model, Memory.embedding_model.is_(None))
-    anywhere = exists(select(Memory.id).where(other))
+    held = exists(select(Memory.id).where(Memory.namespace.in_(scope.namespaces), other))
     in_scope = select(func.count()).select_from(Memory).where(*_in_scope(scope), other).scalar_subquery()
-    return int(await session.scalar(select(case((anywhere, in_scope), else_=0))) or 0)
+    return await session.scalar(select(case((held, in_scope), else_=None)))
 
 
 async def recency_route(session: AsyncSession, scope: Scope, *, limit: int) -> RouteRows:
@@ -225,13 +267,15 @@ async def recency_route(session: AsyncSession, scope: Scope, *, limit: int) -> R
     return await _rows(session, statement)
 
 
-def _bm25(scope: Scope, matches: CTE, terms: Sequence[str]) -> Select:
+def _bm25(namespaces: Any, matches: CTE, terms: Any) -> Select:
     """BM25 over the matches, one row per (match, query term it holds). N is the namespaces'
     count of memories ever written (namespace_state; never fewer than the matches), document
     frequencies and the mean length (distinct lexemes) are read over the matches: at most
     `match_cap` rows, so a query of common words costs no more than before."""
-    term_rows = select(func.unnest(cast(list(terms), ARRAY(Text))).label("term")).subquery("terms")
-    term_query = func.to_tsquery(_SIMPLE, term_rows.c.term)
+    # Each term's tsquery is parsed once here, not once per (match, term) pair of the join.
+    term = func.unnest(terms)
+    term_rows = select(term.label("term"), func.to_tsquery(_SIMPLE, term).label("query")).subquery("terms")
+    term_query = term_rows.c.query
     hits = (
         select(
             matches.c.id,
@@ -247,7 +291,7 @@ def _bm25(scope: Scope, matches: CTE, terms: Sequence[str]) -> Select:
     matched = select(func.count()).select_from(matches).scalar_subquery()
     written = (
         select(func.coalesce(func.sum(NamespaceState.memories), 0))
-        .where(NamespaceState.namespace.in_(scope.namespaces))
+        .where(NamespaceState.namespace.in_(namespaces))
         .scalar_subquery()
     )
     documents = func.greatest(written, matched)
@@ -265,6 +309,28 @@ def _bm25(scope: Scope, matches: CTE, terms: Sequence[str]) -> Select:
     )
 
 
+@lru_cache(maxsize=256)
+def _full_text(historical: bool, present: frozenset[str], bm25: bool, constants: tuple[float, ...]) -> Select:
+    """The full-text match and its ranking, built once per shape of scope (which filters it
+    has), its values bound at execution: building the BM25 statement anew cost a few
+    milliseconds of CPU a search. `constants` are the module's settings read here, which
+    ablations change at run time."""
+    filters = _bound_filters(present)
+    query = func.to_tsquery(_SIMPLE, bindparam("tsquery", type_=Text))
+    matches = (
+        select(Memory.id, Memory.lexemes, Memory.created_at)
+        .where(*_conditions(Memory, historical=historical, filters=filters), Memory.lexemes.op("@@")(query))
+        .limit(bindparam("match_cap", type_=Integer))
+        .cte("matches")  # BM25 reads it three times: a CTE runs the index scan once
+    )
+    if bm25:
+        statement = _bm25(filters["namespaces"], matches, bindparam("terms", type_=ARRAY(Text)))
+    else:
+        rank = func.ts_rank(matches.c.lexemes, query, LEXICAL_RANK_NORMALISATION)
+        statement = select(matches.c.id, rank.label("rank")).order_by(rank.desc(), matches.c.created_at.desc())
+    return statement.limit(bindparam("limit", type_=Integer))
+
+
 async def lexical_route(
     session: AsyncSession, scope: Scope, *, tsquery: str, terms: Sequence[str], text: str, limit: int, match_cap: int
 ) -> RouteRows:
@@ -275,23 +341,16 @@ async def lexical_route(
     Ranking costs a ts_rank per matching row and term, and a query made only of common words
     matches most of a large namespace; so at most `match_cap` matches are ranked."""
     if tsquery:
-        query = func.to_tsquery(_SIMPLE, tsquery)
-        matches = (
-            select(Memory.id, Memory.lexemes, Memory.created_at)
-            .where(*_in_scope(scope), Memory.lexemes.op("@@")(query))
-            .limit(match_cap)
-            .cte("matches")  # BM25 reads it three times: a CTE runs the index scan once
+        filters = {name: value for name, value in _filters(scope).items() if value is not None}
+        bm25 = bool(LEXICAL_BM25 and terms)
+        statement = _full_text(
+            scope.historical, frozenset(filters), bm25, (BM25_K1, BM25_B, LEXICAL_RANK_NORMALISATION)
         )
-        if LEXICAL_BM25 and terms:
-            statement = _bm25(scope, matches, terms).limit(limit)
-        else:
-            rank = func.ts_rank(matches.c.lexemes, query, LEXICAL_RANK_NORMALISATION)
-            statement = (
-                select(matches.c.id, rank.label("rank"))
-                .order_by(rank.desc(), matches.c.created_at.desc())
-                .limit(limit)
-            )
-        rows = await _rows(session, statement)
+        parameters = {f"scope_{name}": value for name, value in filters.items()}
+        parameters |= {"tsquery": tsquery, "match_cap": match_cap, "limit": limit}
+        if bm25:
+            parameters["terms"] = list(terms)
+        rows = await _rows(session, statement, parameters)
         if rows:
             return rows
     # `<%` is word_similarity(text, content) above pg_trgm's threshold (0.6 by default).
@@ -366,9 +425,17 @@ async def speakers(session: AsyncSession, namespaces: Sequence[str]) -> list[str
     return list((await session.execute(_SPEAKERS, {"namespaces": list(namespaces)})).scalars())
 
 
+# A recalled memory is read, never changed: plain rows with the model's attribute names (its
+# loaded columns) cost a fraction of ORM objects, and a search loads a few hundred candidates.
+Recalled = Row[Any]
+_RECALLED = [
+    attribute.columns[0].label(attribute.key) for attribute in Memory.__mapper__.column_attrs if not attribute.deferred
+]
+
+
 async def load(
     session: AsyncSession, memory_ids: Sequence[UUID], *, embedding: np.ndarray
-) -> dict[UUID, tuple[Memory, float, float | None]]:
+) -> dict[UUID, tuple[Recalled, float, float | None]]:
     """The memories with their own vector's cosine to the query (0 for a memory without an
     embedding) and their nearest later window's (None for a memory without chunks)."""
     if not memory_ids:
@@ -379,18 +446,20 @@ async def load(
         .where(MemoryChunk.memory_id == Memory.id, MemoryChunk.embedding_model == Memory.embedding_model)
         .scalar_subquery()
     )
-    rows = await session.execute(select(Memory, cosine, best_chunk).where(Memory.id.in_(memory_ids)))
+    statement = select(*_RECALLED, cosine.label("query_cosine"), best_chunk.label("chunk_cosine")).where(
+        Memory.id.in_(memory_ids)
+    )
     return {
-        memory.id: (memory, float(similarity), None if chunk is None else float(chunk))
-        for memory, similarity, chunk in rows.all()
+        row.id: (row, float(row.query_cosine), None if row.chunk_cosine is None else float(row.chunk_cosine))
+        for row in (await session.execute(statement)).all()
     }
 
 
-async def load_in_scope(session: AsyncSession, scope: Scope, memory_ids: Sequence[UUID]) -> list[Memory]:
+async def load_in_scope(session: AsyncSession, scope: Scope, memory_ids: Sequence[UUID]) -> list[Recalled]:
     if not memory_ids:
         return []
-    rows = await session.execute(select(Memory).where(Memory.id.in_(memory_ids), *_in_scope(scope)))
-    return list(rows.scalars())
+    rows = await session.execute(select(*_RECALLED).where(Memory.id.in_(memory_ids), *_in_scope(scope)))
+    return list(rows.all())
 
 
 async def coexisting(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, list[UUID]]:

@@ -19,12 +19,11 @@ from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider
 from app.memories.schemas import MemoryOut
 from app.memories.trust import trust_of
-from app.models import Memory
 from app.namespaces import repository as namespaces
 from app.recall import competitors, relevance, repository, rerank, scoring, timeframe
 from app.recall.cache import SearchCache
 from app.recall.lexical import or_query, query_terms
-from app.recall.repository import RouteRows, Scope
+from app.recall.repository import Recalled, RouteRows, Scope
 from app.recall.schemas import (
     Explain,
     Invalidation,
@@ -48,7 +47,7 @@ class Candidate:
 
 @dataclass(slots=True)
 class Scored:
-    memory: Memory
+    memory: Recalled
     parts: scoring.Parts
     score: float
     routes: list[str]
@@ -80,6 +79,24 @@ async def _speakers(session: AsyncSession, cache: SearchCache, generations: dict
         known = await repository.speakers(session, list(generations))
         cache.put(key, known)
     return known
+
+
+# What the cache remembers for namespaces that hold no memory of another embedding model.
+_ONE_MODEL = "one model"
+
+
+async def _skipped_other_model(
+    session: AsyncSession, scope: Scope, *, model: str, cache: SearchCache, generations: dict[str, int]
+) -> int:
+    """In-scope memories of another embedding model, which the vector route cannot see.
+    Namespaces holding none are remembered as such until their next write."""
+    key = cache.key(("other model", model), generations)
+    if cache.get(key) == _ONE_MODEL:
+        return 0
+    skipped = await repository.count_other_model(session, scope, model=model)
+    if skipped is None:
+        cache.put(key, _ONE_MODEL)
+    return skipped or 0
 
 
 async def _run_routes(
@@ -139,7 +156,7 @@ async def _run_routes(
     return routes, vector_of_query
 
 
-async def _load(session: AsyncSession, memory_ids: list[UUID], *, embedding: np.ndarray) -> dict[UUID, tuple[Memory, float]]:
+async def _load(session: AsyncSession, memory_ids: list[UUID], *, embedding: np.ndarray) -> dict[UUID, tuple[Recalled, float]]:
     """The memories with their cosine to the query, their later windows' counted (relevance.memory_cosine)."""
     loaded = await repository.load(session, memory_ids, embedding=embedding)
     return {memory_id: (memory, relevance.memory_cosine(own, chunk)) for memory_id, (memory, own, chunk) in loaded.items()}
@@ -155,7 +172,7 @@ def _merge(routes: dict[str, RouteRows]) -> dict[UUID, Candidate]:
 
 def _evidence(
     routes: dict[str, RouteRows],
-    loaded: dict[UUID, tuple[Memory, float]],
+    loaded: dict[UUID, tuple[Recalled, float]],
     neighbours: list[tuple[UUID, UUID, int]],
     window: timeframe.Window | None,
 ) -> relevance.Evidence:
@@ -191,8 +208,8 @@ def _scorer(
     at: datetime,
     weights: scoring.Weights,
     settings: Settings,
-) -> Callable[[Memory], Scored]:
-    def score(memory: Memory) -> Scored:
+) -> Callable[[Recalled], Scored]:
+    def score(memory: Recalled) -> Scored:
         routes = candidates[memory.id].routes if memory.id in candidates else {}
         fit = relevances.get(memory.id)
         semantic = _semantic(memory.id, candidates, relevances)
@@ -210,10 +227,10 @@ def _scorer(
 
 
 def _rank(
-    memories: dict[UUID, Memory],
+    memories: dict[UUID, Recalled],
     candidates: dict[UUID, Candidate],
     relevances: dict[UUID, relevance.Relevance],
-    score: Callable[[Memory], Scored],
+    score: Callable[[Recalled], Scored],
     *,
     top_k: int,
     weights: scoring.Weights,
@@ -332,7 +349,7 @@ def _explain(routes: dict[str, RouteRows], ranked: list[Scored], *, top_k: int, 
 
 
 async def _with_partners(
-    session: AsyncSession, scope: Scope, ranked: list[Scored], *, top_k: int, score: Callable[[Memory], Scored]
+    session: AsyncSession, scope: Scope, ranked: list[Scored], *, top_k: int, score: Callable[[Recalled], Scored]
 ) -> list[SearchHit]:
     """The top k, each followed by its COEXIST partners in scope: both stay true, so they
     come back together, even past the top k and even when no route found the partner."""
@@ -450,7 +467,7 @@ async def search(
             window=parsing,
         )
         window = parsing.result()
-        skipped = await repository.count_other_model(reader, scope, model=embedder.name)
+        skipped = await _skipped_other_model(reader, scope, model=embedder.name, cache=cache, generations=generations)
         candidates = _merge(routes)
         loaded = await _load(reader, list(candidates), embedding=embedding)
         in_sessions = [memory_id for memory_id, (memory, _) in loaded.items() if memory.session_id]

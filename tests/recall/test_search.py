@@ -107,10 +107,12 @@ async def test_filters_by_type_and_time_range(client):
     old = await write(client, "User visited Kyoto.", memory_type="episodic", created_at="2025-03-01T00:00:00+00:00")
     await write(client, "User visited Osaka.", memory_type="episodic", created_at="2025-06-01T00:00:00+00:00")
     await write(client, "User likes Kyoto temples.", memory_type="semantic")
-    result = await search(
-        client, "Kyoto", memory_types=["episodic"], created_before="2025-04-01T00:00:00+00:00", top_k=10
-    )
+    filtered = {"memory_types": ["episodic"], "created_before": "2025-04-01T00:00:00+00:00", "top_k": 10}
+    result = await search(client, "Kyoto", **filtered)
     assert ids(result) == [old["id"]]
+    # The lexical statement is built once per set of filters: another set in between changes nothing.
+    assert len(ids(await search(client, "Kyoto", top_k=10))) == 3
+    assert ids(await search(client, "Kyoto temples", **filtered)) == [old["id"]]
 
 
 async def test_hits_carry_scores_and_access_is_recorded(client, filler):
