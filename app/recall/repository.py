@@ -462,36 +462,14 @@ async def load_in_scope(session: AsyncSession, scope: Scope, memory_ids: Sequenc
     return list(rows.all())
 
 
-async def coexisting(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, list[UUID]]:
-    """Partners linked to each memory by a judgement that kept both: COEXIST, or a likely
-    update held for review."""
+async def links_touching(session: AsyncSession, memory_ids: Sequence[UUID]) -> set[tuple[UUID, UUID, str]]:
+    """The judge's links (from, to, type) with an end among these memories."""
     if not memory_ids:
-        return {}
-    statement = select(MemoryRelation.from_memory_id, MemoryRelation.to_memory_id).where(
-        MemoryRelation.type.in_(("coexists", "related")),
-        or_(MemoryRelation.from_memory_id.in_(memory_ids), MemoryRelation.to_memory_id.in_(memory_ids)),
-    )
-    partners: dict[UUID, list[UUID]] = {}
-    for first, second in (await session.execute(statement)).all():
-        partners.setdefault(first, []).append(second)
-        partners.setdefault(second, []).append(first)
-    return partners
-
-
-async def links_among(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[frozenset[UUID], str]:
-    """The judge's links between any two of these memories (a held update wins over a
-    coexistence when both exist)."""
-    if len(memory_ids) < 2:
-        return {}
+        return set()
     statement = select(MemoryRelation.from_memory_id, MemoryRelation.to_memory_id, MemoryRelation.type).where(
-        MemoryRelation.from_memory_id.in_(memory_ids), MemoryRelation.to_memory_id.in_(memory_ids)
+        or_(MemoryRelation.from_memory_id.in_(memory_ids), MemoryRelation.to_memory_id.in_(memory_ids))
     )
-    links: dict[frozenset[UUID], str] = {}
-    for first, second, kind in (await session.execute(statement)).all():
-        pair = frozenset((first, second))
-        if links.get(pair) != "related":
-            links[pair] = kind
-    return links
+    return set((await session.execute(statement)).tuples().all())
 
 
 async def similarities_among(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[frozenset[UUID], float]:

@@ -301,7 +301,45 @@ def _below_replacements(ranked: list[Scored]) -> list[Scored]:
     return ordered
 
 
-async def _prefer_newer(session: AsyncSession, ranked: list[Scored], *, query: str, settings: Settings) -> list[Scored]:
+@dataclass(slots=True)
+class _Links:
+    """The judge's links of the first hits, read once for the competitor ordering and the
+    partners both."""
+
+    rows: set[tuple[UUID, UUID, str]] = field(default_factory=set)
+    read: set[UUID] = field(default_factory=set)
+
+    async def read_for(self, session: AsyncSession, memory_ids: list[UUID]) -> None:
+        missing = [memory_id for memory_id in memory_ids if memory_id not in self.read]
+        if missing:
+            self.rows |= await repository.links_touching(session, missing)
+            self.read.update(missing)
+
+    def among(self, memory_ids: list[UUID]) -> dict[frozenset[UUID], str]:
+        """The links between any two of these memories (a held update wins over a coexistence)."""
+        ids = set(memory_ids)
+        links: dict[frozenset[UUID], str] = {}
+        for first, second, kind in self.rows:
+            pair = frozenset((first, second))
+            if first in ids and second in ids and links.get(pair) != competitors.HELD:
+                links[pair] = kind
+        return links
+
+    def partners(self, memory_ids: list[UUID]) -> dict[UUID, list[UUID]]:
+        """Both ends of each judgement that kept both memories (COEXIST, or a likely update held
+        for review) touching these memories."""
+        ids = set(memory_ids)
+        partners: dict[UUID, list[UUID]] = {}
+        for first, second, kind in self.rows:
+            if kind in competitors.LINKS and (first in ids or second in ids):
+                partners.setdefault(first, []).append(second)
+                partners.setdefault(second, []).append(first)
+        return partners
+
+
+async def _prefer_newer(
+    session: AsyncSession, ranked: list[Scored], *, links: _Links, query: str, settings: Settings
+) -> list[Scored]:
     """The first hits in the order app/recall/competitors.py gives competing memories."""
     rules = competitors.Settings(
         window=settings.competitor_window, similarity=settings.competitor_similarity, relevance=settings.competitor_relevance
@@ -317,7 +355,7 @@ async def _prefer_newer(session: AsyncSession, ranked: list[Scored], *, query: s
     order = competitors.reorder(
         window,
         query=query,
-        links=await repository.links_among(session, ids) if need_links else {},
+        links=links.among(ids) if need_links else {},
         similarity=await repository.similarities_among(session, ids) if need_similarity else {},
         settings=rules,
     )
@@ -349,12 +387,20 @@ def _explain(routes: dict[str, RouteRows], ranked: list[Scored], *, top_k: int, 
 
 
 async def _with_partners(
-    session: AsyncSession, scope: Scope, ranked: list[Scored], *, top_k: int, score: Callable[[Recalled], Scored]
+    session: AsyncSession,
+    scope: Scope,
+    ranked: list[Scored],
+    *,
+    links: _Links,
+    top_k: int,
+    score: Callable[[Recalled], Scored],
 ) -> list[SearchHit]:
     """The top k, each followed by its COEXIST partners in scope: both stay true, so they
     come back together, even past the top k and even when no route found the partner."""
     top = ranked[:top_k]
-    partners = await repository.coexisting(session, [item.memory.id for item in top])
+    top_ids = [item.memory.id for item in top]
+    await links.read_for(session, top_ids)  # a hit a superseded one made room for may be new here
+    partners = links.partners(top_ids)
     by_id = {item.memory.id: item for item in ranked}
     unfound = {partner for linked in partners.values() for partner in linked} - by_id.keys()
     by_id |= {memory.id: score(memory) for memory in await repository.load_in_scope(session, scope, list(unfound))}
@@ -483,8 +529,11 @@ async def search(
             await reader.commit()  # a read; no transaction stays open across the reranker's call
             ranked = await rerank.rerank(request.query, ranked, [item.memory.content for item in ranked], settings=settings)
         ranked = _diversify(ranked, top_k=request.top_k)
-        ranked = _below_replacements(await _prefer_newer(reader, ranked, query=request.query, settings=settings))
-        hits = await _with_partners(reader, scope, ranked, top_k=request.top_k, score=score)
+        links = _Links()
+        await links.read_for(reader, [item.memory.id for item in ranked[: max(settings.competitor_window, request.top_k)]])
+        ranked = await _prefer_newer(reader, ranked, links=links, query=request.query, settings=settings)
+        ranked = _below_replacements(ranked)
+        hits = await _with_partners(reader, scope, ranked, links=links, top_k=request.top_k, score=score)
         if request.as_of:
             hits = await _as_they_stood(reader, hits, at=at)
     if request.record_access and not request.as_of:
