@@ -15,6 +15,7 @@ from sqlalchemy import (
     Row,
     Select,
     Text,
+    any_,
     bindparam,
     case,
     cast,
@@ -30,6 +31,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.selectable import CTE
@@ -425,6 +427,12 @@ async def speakers(session: AsyncSession, namespaces: Sequence[str]) -> list[str
     return list((await session.execute(_SPEAKERS, {"namespaces": list(namespaces)})).scalars())
 
 
+def _among(memory_ids: Sequence[UUID]) -> ColumnElement[bool]:
+    """`id = ANY(array)`: one parameter and one statement text whatever the count, where `IN`
+    binds one per id and reads as another statement (prepared again) for each count."""
+    return Memory.id == any_(bindparam("memory_ids", list(memory_ids), type_=ARRAY(PG_UUID(as_uuid=True))))
+
+
 # A recalled memory is read, never changed: plain rows with the model's attribute names (its
 # loaded columns) cost a fraction of ORM objects, and a search loads a few hundred candidates.
 Recalled = Row[Any]
@@ -447,7 +455,7 @@ async def load(
         .scalar_subquery()
     )
     statement = select(*_RECALLED, cosine.label("query_cosine"), best_chunk.label("chunk_cosine")).where(
-        Memory.id.in_(memory_ids)
+        _among(memory_ids)
     )
     return {
         row.id: (row, float(row.query_cosine), None if row.chunk_cosine is None else float(row.chunk_cosine))
