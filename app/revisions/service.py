@@ -99,19 +99,29 @@ def _cooling(memory: Memory, *, at: datetime, settings: Settings) -> bool:
 
 
 async def _change(
-    session: AsyncSession, memory: Memory, mutate: Callable[[Memory], bool], *, changed_by: str, at: datetime
+    session: AsyncSession,
+    memory: Memory,
+    mutate: Callable[[Memory], bool],
+    *,
+    changed_by: str,
+    at: datetime,
+    then: tuple[Memory, Callable[[Memory], bool]] | None = None,
 ) -> bool:
-    """Apply `mutate` (which says whether it still applies) and save; on a concurrent change
-    re-read the memory and try again."""
+    """Apply `mutate` (which says whether it still applies) and, if it does, `then`'s change to
+    a second memory, and save both at once; on a concurrent change re-read them and try again."""
+    changed = [memory] if then is None else [memory, then[0]]
     for attempt in range(_STALE_RETRIES):
         try:
             async with session.begin_nested():
                 if not mutate(memory):
                     return False
-                await memories.save_change(session, memory, changed_by=changed_by, at=at)
+                if then is not None:
+                    then[1](then[0])
+                await memories.save_changes(session, changed, changed_by=changed_by, at=at)
             return True
         except VersionConflict:
-            await session.refresh(memory)
+            for stale in changed:
+                await session.refresh(stale)
             if attempt == _STALE_RETRIES - 1:
                 raise
     return False
@@ -186,9 +196,8 @@ async def log_revision(
 async def _apply_conflict(
     session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime, edges: repository.Edges
 ) -> None:
-    if await _change(session, old, _supersede(new, at=at), changed_by=tag(revision), at=at):
-        # The replacing memory is not cooled down: the next update in a chain must reach it.
-        await _change(session, new, _set(supersedes=old.id), changed_by=tag(revision), at=at)
+    # The replacing memory is not cooled down: the next update in a chain must reach it.
+    if await _change(session, old, _supersede(new, at=at), changed_by=tag(revision), at=at, then=(new, _set(supersedes=old.id))):
         edges.add(source=new.id, target=old.id, kind="supersedes", revision_id=revision.id)
 
 
@@ -209,8 +218,7 @@ async def _apply_duplicate(
         kept, folded = (new, old) if new_trust > old_trust else (old, new)
     else:
         kept, folded = (new, old) if new.key and not old.key else (old, new)
-    if await _change(session, folded, _supersede(kept, at=at), changed_by=tag(revision), at=at):
-        await _change(session, kept, _set(revised_at=at), changed_by=tag(revision), at=at)
+    if await _change(session, folded, _supersede(kept, at=at), changed_by=tag(revision), at=at, then=(kept, _set(revised_at=at))):
         edges.add(source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
 
 
