@@ -302,14 +302,23 @@ async def adjust_confidence(session: AsyncSession, memory: Memory, *, useful: bo
 async def save_change(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> Memory:
     """Write the memory's changed fields (its version goes up by one, refused if another
     writer got there first) and record the new version."""
-    memory_id = memory.id  # a failed flush expires the object: reading its id then raises
-    memory.updated_at = datetime.now(timezone.utc)
+    await save_changes(session, [memory], changed_by=changed_by, at=at)
+    return memory
+
+
+async def save_changes(session: AsyncSession, changed: Sequence[Memory], *, changed_by: str, at: datetime | None = None) -> None:
+    """`save_change` for several memories in one flush: all are written, or none if another
+    writer got to one of them first."""
+    ids = [memory.id for memory in changed]  # a failed flush expires the objects: reading an id then raises
+    now = datetime.now(timezone.utc)
+    for memory in changed:
+        memory.updated_at = now
     try:
         await session.flush()
     except StaleDataError as error:
-        raise VersionConflict(f"memory {memory_id} was changed by another writer; read it again") from error
-    await add_version(session, memory, changed_by=changed_by, at=at)
-    return memory
+        raise VersionConflict(f"one of the memories {', '.join(map(str, ids))} was changed by another writer; read it again") from error
+    for memory in changed:
+        await add_version(session, memory, changed_by=changed_by, at=at)
 
 
 async def versions(session: AsyncSession, memory_id: UUID) -> list[MemoryVersion]:

@@ -63,14 +63,24 @@ async def pending_for(session: AsyncSession, memory_id: UUID, *, exclude: UUID) 
     return int(await session.scalar(statement) or 0)
 
 
-async def link(session: AsyncSession, *, source: UUID, target: UUID, kind: str, revision_id: UUID | None) -> None:
-    """Add an edge; an edge that already exists is kept as it is."""
-    statement = (
-        insert(MemoryRelation)
-        .values(from_memory_id=source, to_memory_id=target, type=kind, revision_id=revision_id)
-        .on_conflict_do_nothing(constraint="uq_memory_relations_edge")
-    )
-    await session.execute(statement)
+class Edges:
+    """Relation edges a revision run adds, written together in one statement (`write`) rather
+    than one each: a write's judgements add an edge per candidate."""
+
+    def __init__(self) -> None:
+        self._rows: list[dict[str, Any]] = []
+
+    def add(self, *, source: UUID, target: UUID, kind: str, revision_id: UUID | None) -> None:
+        self._rows.append({"from_memory_id": source, "to_memory_id": target, "type": kind, "revision_id": revision_id})
+
+    async def write(self, session: AsyncSession) -> None:
+        """Flush what the edges point to (log rows, merged memories), then add the edges; an edge
+        that already exists is kept as it is."""
+        await session.flush()
+        if self._rows:
+            statement = insert(MemoryRelation).values(self._rows).on_conflict_do_nothing(constraint="uq_memory_relations_edge")
+            self._rows = []
+            await session.execute(statement)
 
 
 async def judged_against(session: AsyncSession, memory_id: UUID) -> set[UUID]:

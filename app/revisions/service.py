@@ -99,19 +99,29 @@ def _cooling(memory: Memory, *, at: datetime, settings: Settings) -> bool:
 
 
 async def _change(
-    session: AsyncSession, memory: Memory, mutate: Callable[[Memory], bool], *, changed_by: str, at: datetime
+    session: AsyncSession,
+    memory: Memory,
+    mutate: Callable[[Memory], bool],
+    *,
+    changed_by: str,
+    at: datetime,
+    then: tuple[Memory, Callable[[Memory], bool]] | None = None,
 ) -> bool:
-    """Apply `mutate` (which says whether it still applies) and save; on a concurrent change
-    re-read the memory and try again."""
+    """Apply `mutate` (which says whether it still applies) and, if it does, `then`'s change to
+    a second memory, and save both at once; on a concurrent change re-read them and try again."""
+    changed = [memory] if then is None else [memory, then[0]]
     for attempt in range(_STALE_RETRIES):
         try:
             async with session.begin_nested():
                 if not mutate(memory):
                     return False
-                await memories.save_change(session, memory, changed_by=changed_by, at=at)
+                if then is not None:
+                    then[1](then[0])
+                await memories.save_changes(session, changed, changed_by=changed_by, at=at)
             return True
         except VersionConflict:
-            await session.refresh(memory)
+            for stale in changed:
+                await session.refresh(stale)
             if attempt == _STALE_RETRIES - 1:
                 raise
     return False
@@ -134,13 +144,15 @@ def _make_uncertain(memory: Memory) -> bool:
     return True
 
 
-async def _hold(session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, uncertain: bool) -> None:
+async def _hold(
+    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, uncertain: bool, edges: repository.Edges
+) -> None:
     """Keep a judgement for review instead of applying it: both memories stay, linked, a
     likely update as `related` so search prefers the newer, a likely merge or restatement as
     `coexists`; a new memory that is outranked (less trusted, less confident) is also marked
     uncertain until the review."""
     kind = "related" if revision.decision == "CONFLICT" else "coexists"
-    await repository.link(session, source=new.id, target=old.id, kind=kind, revision_id=revision.id)
+    edges.add(source=new.id, target=old.id, kind=kind, revision_id=revision.id)
     if uncertain:
         await _change(session, new, _make_uncertain, changed_by=tag(revision), at=new.created_at)
 
@@ -181,15 +193,23 @@ async def log_revision(
 # --- actions -----------------------------------------------------------------------------
 
 
-async def _apply_conflict(session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime) -> None:
-    if await _change(session, old, _supersede(new, at=at), changed_by=tag(revision), at=at):
-        # The replacing memory is not cooled down: the next update in a chain must reach it.
-        await _change(session, new, _set(supersedes=old.id), changed_by=tag(revision), at=at)
-        await repository.link(session, source=new.id, target=old.id, kind="supersedes", revision_id=revision.id)
+async def _apply_conflict(
+    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime, edges: repository.Edges
+) -> None:
+    # The replacing memory is not cooled down: the next update in a chain must reach it.
+    if await _change(session, old, _supersede(new, at=at), changed_by=tag(revision), at=at, then=(new, _set(supersedes=old.id))):
+        edges.add(source=new.id, target=old.id, kind="supersedes", revision_id=revision.id)
 
 
 async def _apply_duplicate(
-    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime, settings: Settings
+    session: AsyncSession,
+    revision: RevisionLog,
+    new: Memory,
+    old: Memory,
+    *,
+    at: datetime,
+    settings: Settings,
+    edges: repository.Edges,
 ) -> None:
     """Keep one: the more trusted, else the established memory, unless only the restatement
     carries a key (the key is what later same-key updates find it by)."""
@@ -198,9 +218,8 @@ async def _apply_duplicate(
         kept, folded = (new, old) if new_trust > old_trust else (old, new)
     else:
         kept, folded = (new, old) if new.key and not old.key else (old, new)
-    if await _change(session, folded, _supersede(kept, at=at), changed_by=tag(revision), at=at):
-        await _change(session, kept, _set(revised_at=at), changed_by=tag(revision), at=at)
-        await repository.link(session, source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
+    if await _change(session, folded, _supersede(kept, at=at), changed_by=tag(revision), at=at, then=(kept, _set(revised_at=at))):
+        edges.add(source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
 
 
 def _merged_text(judged: str | None, old: Memory, new: Memory, settings: Settings) -> str | None:
@@ -224,12 +243,13 @@ async def _apply_refine(
     at: datetime,
     context: Context,
     merged_vectors: Mapping[str, np.ndarray],
+    edges: repository.Edges,
 ) -> None:
     """One merged memory replaces both; when no merged text could be stored (too long, or holding
     sensitive data), both stay, linked as coexisting."""
     content = _merged_text(revision.merged_content, old, new, context.settings)
     if content is None:
-        await repository.link(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
+        edges.add(source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
         revision.decision = "COEXIST"
         revision.note = "; ".join(filter(None, [revision.note, "no merged text could be stored, so both stay"]))
         return
@@ -262,7 +282,7 @@ async def _apply_refine(
     revision.merged_content = content
     for replaced in (old, new):
         if await _change(session, replaced, _supersede(merged, at=at), changed_by=tag(revision), at=at):
-            await repository.link(session, source=merged.id, target=replaced.id, kind="refines", revision_id=revision.id)
+            edges.add(source=merged.id, target=replaced.id, kind="refines", revision_id=revision.id)
 
 
 async def apply(
@@ -273,29 +293,38 @@ async def apply(
     *,
     context: Context,
     merged_vectors: Mapping[str, np.ndarray] | None = None,
+    edges: repository.Edges | None = None,
 ) -> None:
     """Apply a judgement; `merged_vectors` holds the embeddings of merged texts computed with
-    the ruling, before the lock was taken."""
+    the ruling, before the lock was taken. The edges it adds go to `edges`, which its caller
+    writes; without, they are written here."""
+    own_edges = edges is None
+    edges = repository.Edges() if edges is None else edges
     at = new.created_at
     # Settled before the actions, so the log row is written once, as it ends (a REFINE that
     # falls back to COEXIST changes it again).
     revision.status = "applied" if revision.decision != "UNRELATED" else "logged"
     revision.resolved_at = datetime.now(timezone.utc)
     if revision.decision == "CONFLICT":
-        await _apply_conflict(session, revision, new, old, at=at)
+        await _apply_conflict(session, revision, new, old, at=at, edges=edges)
     elif revision.decision == "DUPLICATE":
-        await _apply_duplicate(session, revision, new, old, at=at, settings=context.settings)
+        await _apply_duplicate(session, revision, new, old, at=at, settings=context.settings, edges=edges)
     elif revision.decision == "REFINE":
-        await _apply_refine(session, revision, new, old, at=at, context=context, merged_vectors=merged_vectors or {})
+        await _apply_refine(
+            session, revision, new, old, at=at, context=context, merged_vectors=merged_vectors or {}, edges=edges
+        )
     elif revision.decision == "COEXIST":
-        await repository.link(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
-    await session.flush()
+        edges.add(source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
+    if own_edges:
+        await edges.write(session)
 
 
 # --- triggers and judgement ------------------------------------------------------------------
 
 
-async def _same_key(session: AsyncSession, new: Memory, olds: list[Memory], *, context: Context) -> list[RevisionLog]:
+async def _same_key(
+    session: AsyncSession, new: Memory, olds: list[Memory], *, context: Context, edges: repository.Edges
+) -> list[RevisionLog]:
     """A newer memory with the key of an active one replaces it, no judge asked."""
     revisions = []
     for old in olds:
@@ -315,9 +344,9 @@ async def _same_key(session: AsyncSession, new: Memory, olds: list[Memory], *, c
             note=held,
         )
         if held:
-            await _hold(session, revision, new, old, uncertain=True)
+            await _hold(session, revision, new, old, uncertain=True, edges=edges)
         else:
-            await apply(session, revision, new, old, context=context)
+            await apply(session, revision, new, old, context=context, edges=edges)
         revisions.append(revision)
     return revisions
 
@@ -426,7 +455,13 @@ async def rule(new: Memory, triggered: list[Triggered], *, context: Context) -> 
 
 
 async def judge_and_apply(
-    session: AsyncSession, new: Memory, triggered: list[Triggered], *, context: Context, ruled: Ruled | None = None
+    session: AsyncSession,
+    new: Memory,
+    triggered: list[Triggered],
+    *,
+    context: Context,
+    edges: repository.Edges,
+    ruled: Ruled | None = None,
 ) -> list[RevisionLog]:
     """Apply the judge's ruling on the candidates: `ruled` if it still holds, else asked now."""
     if not triggered:
@@ -474,11 +509,10 @@ async def judge_and_apply(
         if takes_action and folded:
             revision.status = "logged"
         elif takes_action and (held or not confident):
-            await _hold(session, revision, new, item.memory, uncertain=bool(held))
+            await _hold(session, revision, new, item.memory, uncertain=bool(held), edges=edges)
         else:
-            await apply(session, revision, new, item.memory, context=context, merged_vectors=ruled.merged_vectors)
+            await apply(session, revision, new, item.memory, context=context, merged_vectors=ruled.merged_vectors, edges=edges)
             folded = folded or judgement.decision in ("DUPLICATE", "REFINE")
-    await session.flush()
     return revisions
 
 
@@ -521,8 +555,12 @@ async def revise_new_memory(
     the triggers found and the ruling made on them beforehand when given."""
     if triggers is None:
         triggers = await find_triggers(session, new, embedding=embedding, context=context)
-    revisions = await _same_key(session, new, triggers.same_key, context=context)
-    return revisions + await judge_and_apply(session, new, triggers.candidates, context=context, ruled=ruled)
+    # The log rows of a memory's judgements are written together, and their edges in one statement.
+    edges = repository.Edges()
+    revisions = await _same_key(session, new, triggers.same_key, context=context, edges=edges)
+    revisions += await judge_and_apply(session, new, triggers.candidates, context=context, edges=edges, ruled=ruled)
+    await edges.write(session)
+    return revisions
 
 
 async def revise_stored(

@@ -17,11 +17,22 @@ _DIRECTORY = Path(__file__).with_name("lexicons")
 _ZH_GAP = r"[^，。,.;；!！?？:：、\s]{1,4}"
 
 
+# Every English entry starts where a word does: tested once per position, before the entries
+# (the same matches as the test inside each entry, several times faster on a long list).
+_WORD_START = r"(?<![\w'’-])"
+
+
 def _english(entry: str) -> str:
+    """An entry's pattern after `_WORD_START`."""
     runs_on, runs_in = entry.endswith("*"), entry.startswith("*")
     body = r"\s+".join(re.escape(word) for word in entry.strip("*").split())
-    start = r"(?<![\w'’-])[\w'’-]*" if runs_in else r"(?<![\w'’-])"
-    return start + body + (r"[\w'’-]*" if runs_on else r"(?![\w'’-])")
+    return (r"[\w'’-]*" if runs_in else "") + body + (r"[\w'’-]*" if runs_on else r"(?![\w'’-])")
+
+
+def _english_list(entries) -> list[str]:
+    """The entries, longest first, as one alternative (none for no entries)."""
+    ordered = _longest_first(entries)
+    return [_WORD_START + "(?:" + "|".join(_english(entry) for entry in ordered) + ")"] if ordered else []
 
 
 def _chinese(entry: str) -> str:
@@ -41,12 +52,9 @@ class Phrases:
 
     def __init__(self, en: list[str], zh: list[str], *, except_en: list[str] = (), except_zh: list[str] = ()) -> None:
         self.en, self.zh = tuple(en), tuple(zh)
-        self._en = _compile([_english(entry) for entry in _longest_first(en)], re.IGNORECASE)
+        self._en = _compile(_english_list(en), re.IGNORECASE)
         self._zh = _compile([_chinese(entry) for entry in _longest_first(zh)])
-        self._except = _compile(
-            [_english(entry) for entry in _longest_first(except_en)] + [_chinese(entry) for entry in _longest_first(except_zh)],
-            re.IGNORECASE,
-        )
+        self._except = _compile(_english_list(except_en) + [_chinese(entry) for entry in _longest_first(except_zh)], re.IGNORECASE)
 
     def _clean(self, text: str) -> str:
         return self._except.sub(lambda match: "\x00" * len(match.group(0)), text) if self._except else text

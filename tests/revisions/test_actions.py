@@ -1,6 +1,7 @@
 """Each judge decision's action, driven through the LLM path with scripted answers."""
 
 import pytest
+from sqlalchemy import event
 
 from tests.revisions.conftest import NS, every_candidate, memory, write
 
@@ -143,3 +144,25 @@ async def test_a_merge_the_judge_wrote_is_refused_if_a_write_would_be(client, sc
     merged = (await memory(client, new["superseded_by"]))["memory"]
     assert "4111" not in merged["content"]
     assert "March 14" in merged["content"] and "NH7" in merged["content"]
+
+
+async def test_a_writes_judgements_go_to_the_database_together(client, scripted_llm, engine):
+    """Its log rows in one statement and its edges in another, however many candidates."""
+    scripted_llm.decide = every_candidate("COEXIST")
+    for lesson in ("piano lessons on Saturday mornings", "swimming lessons on Saturday afternoons", "chess lessons on Saturday evenings"):
+        await write(client, f"User has {lesson}.")
+    inserts: list[str] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO"):
+            inserts.append(statement.split()[2])
+
+    event.listen(engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        response = await write(client, "User has violin lessons on Saturday at noon.")
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", seen)
+    assert [r["decision"] for r in response["revisions"]] == ["COEXIST"] * 3
+    assert (inserts.count("revision_log"), inserts.count("memory_relations")) == (1, 1)
+    relations = (await memory(client, response["memory"]["id"]))["relations"]
+    assert sorted((edge["type"], edge["direction"]) for edge in relations) == [("coexists", "outgoing")] * 3

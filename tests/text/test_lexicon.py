@@ -54,3 +54,31 @@ def test_questions_about_the_present_and_the_past() -> None:
     assert not asks_about_present("Where did the user use to live before?")
     assert asks_about_past("用户以前住在哪里？")
     assert not asks_about_present("Where does the user live?")
+
+
+def _one_by_one(entries: list[str], text: str) -> str | None:
+    """What a list finds, read entry by entry: the leftmost match of any entry, and at that
+    position the longest entry (the list's order)."""
+    best = None
+    for entry in sorted(entries, key=len, reverse=True):
+        match = Phrases([entry], [])._en.search(text)
+        if match and (best is None or match.start() < best[0]):
+            best = (match.start(), match.group(0))
+    return best[1] if best else None
+
+
+def test_a_list_finds_what_its_entries_find_one_by_one() -> None:
+    # Plain words, phrases, and entries that run on or run in, several matching at one place.
+    entries = ["moved", "moved to", "mov*", "*-free", "sugar", "no longer", "long", "re-*", "o'clock"]
+    phrases = Phrases(entries, [])
+    texts = [
+        "User moved to Denver.",
+        "User removed the sugar-free jam.",
+        "Sugar-free since May, no longer moving.",
+        "The re-run starts at five o'clock, not at four-o'clock.",
+        "prolonged stays, unmoved, o'clockwork",
+        "a long wait, then moving-day",
+    ]
+    for text in texts:
+        assert phrases.find(text) == _one_by_one(entries, text), text
+    assert phrases.all("moved, unmoved, moved to Rome") == ["moved", "moved to"]
