@@ -14,7 +14,9 @@ from typing import Any
 
 from app.bench import conversations as conversation_suite
 from app.bench import ablation, harness, ingest, latency, lme_retrieval, locomo, longmemeval, retrieval, updates
-from app.core.migrations import scratch_database
+from app.core.database import asyncpg_url
+from app.core.embedded import start_embedded_postgres
+from app.core.migrations import scratch_database, upgrade_to_head
 from app.core.settings import settings
 from app.recall.cache import SearchCache
 from app.revisions.judges import build_judge
@@ -76,6 +78,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--show-tuning-failures", action="store_true", help="print the tuning split's failed cases")
     parser.add_argument("--locomo", type=Path, default=None, help=f"default: <data>/{NEEDS['locomo'][0]}")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument(
+        "--locomo-split", choices=("tuning", "report", "both"), default="both", help="LoCoMo: only this part's conversations"
+    )
     parser.add_argument("--sizes", default="10000,100000", help="memories per latency run")
     parser.add_argument("--queries", type=int, default=500, help="searches per latency run")
     parser.add_argument("--writes", type=int, default=500, help="memories written to measure write throughput")
@@ -91,6 +96,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=8,
         help="LongMemEval retrieval suite: questions per question type (half tuning, half report)",
+    )
+    parser.add_argument(
+        "--lme-split",
+        choices=("tuning", "report", "both"),
+        default="both",
+        help="LongMemEval retrieval suite: only this part of the sample (with --keep-database, ingest one part first)",
+    )
+    parser.add_argument(
+        "--lme-stored-only",
+        action="store_true",
+        help="with --keep-database: only the sampled questions whose haystacks the database already holds",
     )
     parser.add_argument(
         "--locomo-ablation-stride",
@@ -112,6 +128,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="LongMemEval passage vectors kept between runs (embedding ~490 turns a question dominates the suite)",
     )
     parser.add_argument("--database-url", default=None, help="default: a fresh embedded PostgreSQL, deleted afterwards")
+    parser.add_argument(
+        "--keep-database",
+        type=Path,
+        default=None,
+        help="an embedded PostgreSQL kept in this folder between runs; the LongMemEval suite writes each haystack "
+        "into it once and later runs only search (to compare settings on one ingest)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-results") / "latest.json")
     args = parser.parse_args(argv)
     named = [name for name in RULE_NAMES if name not in FALLBACKS]
@@ -326,13 +349,19 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
             app.state.embedder = caching = conversation_suite.CachingEmbedder(real_embedder, path=args.locomo_embedding_cache)
             began = time.perf_counter()
             scores = await retrieval.run(
-                client, caching, conversations, ablate=not args.no_ablation, ablation_stride=args.locomo_ablation_stride
+                client,
+                caching,
+                conversations,
+                ablate=not args.no_ablation,
+                ablation_stride=args.locomo_ablation_stride,
+                part=None if args.locomo_split == "both" else args.locomo_split,
             )
             app.state.embedder = real_embedder
             results["locomo"] = {"seconds": round(time.perf_counter() - began, 1), "scores": _scores_json(scores)}
             tables.append(_locomo_table(scores))
         if "longmemeval" in suites:
             questions = longmemeval.sample(longmemeval.load(args.longmemeval), per_type=args.lme_retrieval_per_type)
+            questions = [question for question in questions if args.lme_split in ("both", question.split)]
             app.state.embedder = caching = conversation_suite.CachingEmbedder(real_embedder, path=args.embedding_cache)
             logging.getLogger("app.memories.write_rate").setLevel(logging.ERROR)
             began = time.perf_counter()
@@ -343,6 +372,8 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
                 embedder=caching,
                 ablate=not args.no_ablation,
                 progress=args.out.with_suffix(".longmemeval-progress.json"),
+                reuse=args.keep_database is not None,
+                stored_only=args.lme_stored_only,
             )
             app.state.embedder = real_embedder
             summary = lme_retrieval.summarise(answer["questions"])
@@ -396,7 +427,11 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     logging.basicConfig(level=logging.WARNING)
-    database_url = scratch_database(args.database_url, purpose="bench")
+    if args.keep_database:
+        database_url = asyncpg_url(start_embedded_postgres(args.keep_database.resolve(), keep_data=True))
+        upgrade_to_head(database_url)
+    else:
+        database_url = scratch_database(args.database_url, purpose="bench")
     results, tables = asyncio.run(_run(args, database_url))
     results["meta"] = {
         "finished_at": datetime.now(timezone.utc).isoformat(),

@@ -17,11 +17,13 @@ import numpy as np
 from fastapi import FastAPI
 from httpx import AsyncClient
 from rank_bm25 import BM25Okapi
+from sqlalchemy import func, select
 from tqdm import tqdm
 
 from app.bench import ablation
 from app.bench.conversations import CachingEmbedder, _write_per_message
 from app.bench.longmemeval import Question
+from app.models import Memory
 from app.text import lexemes
 
 KS = (5, 10)
@@ -81,6 +83,18 @@ async def _search(client: AsyncClient, namespace: str, question: Question, **ext
     return [hit["memory"]["source"]["message_id"] for hit in response.json()["hits"]]
 
 
+async def _stored(app: FastAPI, namespace: str, question: Question) -> tuple[int, bool]:
+    """How many memories a kept namespace holds, and whether one of the haystack's last turns
+    is among them (turns are written in order: a write stopped midway has none of them; the
+    count alone cannot tell, as repeated turns are stored once and guarded ones not at all)."""
+    last = [turn.turn_id for turn in question.turns[-5:]]
+    async with app.state.sessions() as session:
+        in_namespace = select(func.count()).select_from(Memory).where(Memory.namespace == namespace)
+        stored = await session.scalar(in_namespace) or 0
+        ending = await session.scalar(in_namespace.where(Memory.source["message_id"].astext.in_(last))) or 0
+    return stored, ending > 0
+
+
 async def run(
     app: FastAPI,
     client: AsyncClient,
@@ -89,14 +103,29 @@ async def run(
     embedder: CachingEmbedder,
     ablate: bool = True,
     progress: Path | None = None,
+    reuse: bool = False,
+    stored_only: bool = False,
 ) -> dict[str, list[dict[str, Any]]]:
     """Per question: its split, type and each system's ranked turn ids (also written to
-    `progress` after each question, so an interrupted run keeps what it measured)."""
+    `progress` after each question, so an interrupted run keeps what it measured). With `reuse`
+    (a kept database), each haystack lives in a namespace named by its question alone and is
+    written only when that namespace does not hold it yet, so a rerun only searches; with
+    `stored_only` as well, a question whose haystack is not kept is left out."""
     max_chars = app.state.settings.max_content_chars
     outcomes = []
     for question in tqdm(interleaved(questions), desc="LongMemEval retrieval", unit="q"):
-        namespace = f"bench:lme-r:{question.question_id}:{uuid.uuid4().hex[:6]}"
-        await _write_per_message(client, namespace, question, max_chars=max_chars)
+        if reuse:
+            namespace = f"bench:lme-r:{question.question_id}"
+            stored, complete = await _stored(app, namespace, question)
+            if not stored and stored_only:
+                continue
+            if not stored:
+                await _write_per_message(client, namespace, question, max_chars=max_chars)
+            elif not complete:
+                raise RuntimeError(f"{namespace} holds {stored} of {len(question.turns)} turns (an interrupted write): start a new database")
+        else:
+            namespace = f"bench:lme-r:{question.question_id}:{uuid.uuid4().hex[:6]}"
+            await _write_per_message(client, namespace, question, max_chars=max_chars)
         ranked = {"hindsight": await _search(client, namespace, question)}
         for name, variant in ablation.VARIANTS.items() if ablate else ():
             with variant.applied():

@@ -71,11 +71,12 @@ async def run(
     *,
     ablate: bool = True,
     ablation_stride: int = 4,
+    part: str | None = None,
 ) -> dict[str, dict[str, dict[str, Scores]]]:
     """Scores per split, then per system: hindsight (read-only searches), hindsight with access
     counting (each search feeds the next, in question order), BM25, dense, and each ablation
     variant on every `ablation_stride`-th question of each conversation, beside hindsight on the
-    same questions ("hindsight, ablation subset")."""
+    same questions ("hindsight, ablation subset"). With `part`, only that part's conversations."""
     asked: dict[str, dict[str, list[Question]]] = defaultdict(lambda: defaultdict(list))
     rankings: dict[str, dict[str, list[list[str]]]] = defaultdict(lambda: defaultdict(list))
 
@@ -85,6 +86,8 @@ async def run(
 
     for index, conversation in enumerate(tqdm(conversations, desc="LoCoMo conversations", unit="conv")):
         split = split_of(index)
+        if part is not None and split != part:
+            continue
         namespace = f"bench:locomo:{conversation.sample_id}:{uuid.uuid4().hex[:6]}"
         await _write(client, _write_items(conversation, namespace))
         subset = conversation.questions[::ablation_stride] if ablate else ()

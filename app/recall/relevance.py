@@ -27,10 +27,20 @@ SPEAKER_BOOST = 1.4
 # Part of the best candidate score of the same session added to each candidate (without:
 # .757 / .833, LoCoMo recall@25 .795 vs .816; at 0.15 LongMemEval .889).
 SESSION_LIFT = 0.35
-# A hit lifts the turns up to NEIGHBOUR_WIDTH away in its session by NEIGHBOUR_LIFT / distance
-# (without: .738 / .889); this is how a turn that neither route found can still come back.
+# A hit lifts the turns up to NEIGHBOUR_WIDTH away in its session to NEIGHBOUR_LIFT / distance
+# of its own score (without: .738 / .889); this is how a turn that neither route found can still
+# come back.
 NEIGHBOUR_LIFT = 0.5
 NEIGHBOUR_WIDTH = 2
+# The lift replaces a weaker own score, it is not added to it (False: added, the rule before):
+# context comes back below the turn that brought it. Added, the user's question just before the
+# long answer that holds the evidence took the answer's score on top of its own and, trusted
+# more than the agent's answer, passed it (LongMemEval single-session-assistant: ranks 3 and 3
+# become 0 and 0). LongMemEval tuning turn MRR@10 (11 questions, BM25 b 0.5, recency by
+# relevance): .727 replacing, .576 added; at b 0 (shipped), 12 questions: .597 and .569. It
+# costs LoCoMo, whose evidence often spans two adjacent turns that lift each other: tuning
+# conversations 1-2 (231 questions) recall@10 .732 replacing, .763 added.
+NEIGHBOUR_LIFT_REPLACES = True
 # A memory said within the window a time expression of the query names ("last Saturday")
 # has its relevance multiplied by 1 + TIME_LIFT: the expression weights, it does not filter
 # (without: .745 / .889).
@@ -142,7 +152,8 @@ def score(evidence: Evidence, *, query: str) -> dict[UUID, Relevance]:
             (NEIGHBOUR_LIFT / abs(offset) * lifted.get(other, 0.0) for other, offset in evidence.adjacency[key].items()),
             default=0.0,
         )
-        final[key] = lifted.get(key, 0.0) + neighbour_lift
+        own = lifted.get(key, 0.0)
+        final[key] = max(own, neighbour_lift) if NEIGHBOUR_LIFT_REPLACES else own + neighbour_lift
         if key in evidence.in_window:
             final[key] *= 1 + TIME_LIFT
     top = max(final.values(), default=0.0)

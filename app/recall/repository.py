@@ -49,10 +49,13 @@ LEXICAL_BM25 = True
 # BM25's k1 (the textbook value) and b. The term frequency is read from ts_rank of the one term
 # (flag 0): it grows 1, 1.25, 1.36, ... towards 1.64 with the occurrences, already saturating.
 # No length norm (b = 0): a namespace mixes one-line facts with long turns, and a long memory
-# naming the rare word should not lose to a short one naming a common one. Tuning parts:
-# LoCoMo recall@10 on every fourth tuning question .781 at b 0, .780 at 0.3, .780 at 0.75;
-# LongMemEval tuning (13 questions) turn MRR@10 .573 at 0.3 against .535 at 0.75 (b 0 was not
-# among its rows); the length-normalising ts_rank flags lost on LoCoMo too (below).
+# naming the rare word should not lose to a short one naming a common one (with b 0.3 or 0.5
+# "where does the user keep their passport" finds "User keeps spare keys ..." before the long
+# note that names the passport: tests/recall/test_long_memories.py). Tuning parts: LoCoMo
+# recall@10 on every fourth tuning question .781 at b 0, .780 at 0.3, .780 at 0.75; LongMemEval
+# tuning (11 questions, 2026-12-02) turn MRR@10 .606 at b 0, .712 at 0.3, .727 at 0.5, .652 at
+# 0.75, the same recall_any@5 at each: long pasted turns do crowd out short ones there, which a
+# norm would fix at the cost above. The length-normalising ts_rank flags lost on LoCoMo (below).
 BM25_K1 = 1.2
 BM25_B = 0.0
 # ts_rank of a term said once (weight D 0.1 over pi^2/6): the unit of that frequency.

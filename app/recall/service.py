@@ -215,7 +215,9 @@ def _scorer(
         semantic = _semantic(memory.id, candidates, relevances)
         parts = scoring.Parts(
             semantic=semantic,
-            recency=scoring.recency(said_at=memory.created_at, at=at, decay_per_hour=settings.recency_lambda_per_hour),
+            recency=scoring.recency(
+                said_at=memory.created_at, at=at, decay_per_hour=settings.recency_lambda_per_hour, relevance=semantic
+            ),
             confidence=memory.confidence,
             access=scoring.access(memory.access_count, relevance=semantic),
             lexical=fit.lexical if fit else None,

@@ -1,5 +1,7 @@
 """The retrieval benchmarks' protocol: which data tunes, which reports, and how hits count."""
 
+import pytest
+
 from app.bench import ablation, lme_retrieval, retrieval
 from app.recall import relevance
 
@@ -45,3 +47,30 @@ def test_the_longmemeval_run_order_keeps_types_and_splits_together():
     order = lme_retrieval.interleaved(sample)
     assert [(q.question_type, q.split) for q in order[:4]] == [("a", "tuning"), ("b", "tuning"), ("a", "report"), ("b", "report")]
     assert sorted(q.question_id for q in order) == sorted(q.question_id for q in sample)
+
+
+async def test_a_kept_haystack_is_written_once_and_an_interrupted_one_is_refused(client):
+    from datetime import datetime, timedelta, timezone
+
+    from app.bench.longmemeval import Question, Turn
+
+    app = client._transport.app  # the ASGI app under test
+    start = datetime(2023, 5, 1, tzinfo=timezone.utc)
+    turns = tuple(
+        Turn(f"s{i // 4}:{i % 4}", f"s{i // 4}", "user" if i % 2 == 0 else "assistant", f"Turn {i} about the {word}.",
+             start + timedelta(days=i // 4, seconds=i), i == 5)
+        for i, word in enumerate(["garden", "violin", "ferret", "kayak", "pottery", "lighthouse", "tango", "origami"])
+    )
+    question = Question("keep-q1", "single-session-user", "Which lighthouse did I mention?", turns, start + timedelta(days=3))
+    embedder = lme_retrieval.CachingEmbedder(app.state.embedder)
+    await lme_retrieval.run(app, client, [question], embedder=embedder, ablate=False, reuse=True)
+    namespace = "bench:lme-r:keep-q1"
+    assert await lme_retrieval._stored(app, namespace, question) == (8, True)
+    second = await lme_retrieval.run(app, client, [question], embedder=embedder, ablate=False, reuse=True)
+    assert await lme_retrieval._stored(app, namespace, question) == (8, True)  # searched, not written again
+    assert "s1:1" in second["questions"][0]["ranked"]["hindsight"]
+    longer = Question("keep-q1", question.question_type, question.question, turns + (Turn("s2:0", "s2", "user", "A later turn.", start + timedelta(days=2), False),) * 5)
+    other = Question("keep-q2", question.question_type, question.question, turns)
+    assert (await lme_retrieval.run(app, client, [other], embedder=embedder, reuse=True, stored_only=True))["questions"] == []
+    with pytest.raises(RuntimeError, match="interrupted"):
+        await lme_retrieval.run(app, client, [longer], embedder=embedder, ablate=False, reuse=True)

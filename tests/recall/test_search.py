@@ -133,11 +133,15 @@ async def test_hits_carry_scores_and_access_is_recorded(client, filler):
 
 async def test_weights_override_changes_the_order(client):
     old_relevant = await write(client, "User's passport number ends in 4471.", created_at="2024-01-01T00:00:00+00:00")
+    new_partial = await write(client, "User renewed the passport.")
     new_other = await write(client, "User bought new running shoes.")
-    by_relevance = await search(client, "passport number", top_k=2, weights={"semantic": 1, "recency": 0, "confidence": 0, "access": 0})
+    by_relevance = await search(client, "passport number", top_k=3, weights={"semantic": 1, "recency": 0, "confidence": 0, "access": 0})
     assert ids(by_relevance)[0] == old_relevant["id"]
-    by_recency = await search(client, "passport number", top_k=2, weights={"semantic": 0, "recency": 1, "confidence": 0, "access": 0})
-    assert ids(by_recency)[0] == new_other["id"]
+    by_recency = await search(client, "passport number", top_k=3, weights={"semantic": 0, "recency": 1, "confidence": 0, "access": 0})
+    assert ids(by_recency)[0] == new_partial["id"]
+    # Recency counts as far as a memory answers the query: said just now, the shoes answer nothing.
+    recency = {hit["memory"]["id"]: hit["scores"]["recency"] for hit in by_recency["hits"]}
+    assert recency.get(new_other["id"], 0.0) < recency[new_partial["id"]]
 
 
 async def test_explain_names_routes_and_why_candidates_missed(client, filler):
