@@ -70,6 +70,10 @@ def create_engine(settings: Settings, url: str) -> AsyncEngine:
                 # Plan every statement for its actual values: a generic plan cannot see that a
                 # query of common words matches most rows (lexical route 11 ms generic, 2.6 custom).
                 "plan_cache_mode": "force_custom_plan",
+                # No parallel workers: a request's statements are small, and starting workers
+                # cost 5 ms even for a scan a one-time filter then skips (the vector route's
+                # exact scan of a small namespace, app/recall/repository.py).
+                "max_parallel_workers_per_gather": "0",
             },
         },
     )

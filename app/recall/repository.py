@@ -1,6 +1,6 @@
 """SQL of the recall routes. Each route returns (memory id, raw score) best first."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -8,6 +8,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
+from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     ColumnElement,
     DateTime,
@@ -34,7 +35,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
-from sqlalchemy.sql.selectable import CTE
+from sqlalchemy.sql.selectable import CTE, Subquery
 
 from app.memories.repository import unexpired
 from app.models import Memory, MemoryChunk, MemoryRelation, MemoryVersion, NamespaceState
@@ -196,56 +197,97 @@ async def key_route(
     return await _rows(session, statement)
 
 
-async def vector_route(
-    session: AsyncSession, scope: Scope, *, embedding: np.ndarray, model: str, limit: int, chunks: bool
-) -> RouteRows:
-    """Approximate cosine neighbours through the ivfflat indexes (probes and iterative scans
-    are set per connection, see app.core.database.create_engine): the memories nearest by their
-    own vector and, with `chunks`, those whose later windows are nearest (memory_chunks), each
-    scored by its nearest vector. One statement: both scans, then the best per memory."""
-    distance = Memory.embedding.cosine_distance(embedding)
-    nearest = [
-        select(Memory.id.label("id"), (1 - distance).label("similarity"))
-        .where(*_in_scope(scope), Memory.embedding_model == model)
-        .order_by(distance)
-        .limit(limit)
-        .subquery("own")
-    ]
-    if chunks:
-        chunk_distance = MemoryChunk.embedding.cosine_distance(embedding)
-        nearest.append(
-            select(MemoryChunk.memory_id.label("id"), (1 - chunk_distance).label("similarity"))
+def _nearest(candidates: Callable[..., Select], vector: Any, *, exact: ColumnElement[bool], name: str) -> Subquery:
+    """(id, similarity) of the `limit` candidates nearest the query (bound parameters
+    `embedding`, `limit`); `candidates(*columns)` selects them, `vector` is their vector column.
+    Small namespaces are read whole and ordered exactly: the ivfflat index is shared by every
+    namespace, and its probes found a small namespace's best match at rank 19-41 once the table
+    held other namespaces. Larger ones go through the index, whose probes and iterative scan are
+    set per connection. `exact` is a one-time filter: PostgreSQL runs only the scan it allows."""
+    distance = vector.cosine_distance(bindparam("embedding", type_=Vector()))
+    similarity = (1 - distance).label("similarity")
+    limit = bindparam("limit", type_=Integer)
+    # `+ 0`: an order the index cannot serve, so the planner reads the scope and sorts it.
+    read_whole = candidates(similarity).where(exact).order_by(distance + 0).limit(limit)
+    indexed = candidates(similarity).where(~exact).order_by(distance).limit(limit)
+    return union_all(select(read_whole.subquery()), select(indexed.subquery())).subquery(name)
+
+
+@lru_cache(maxsize=256)
+def _nearest_statement(historical: bool, present: frozenset[str], *, windows: bool, said_between: bool) -> Select:
+    """The vector route's statement, built once per shape (see `_full_text`): the memories
+    nearest by their own vector and, with `windows`, by their later windows' (memory_chunks),
+    each scored by its nearest vector; `said_between` keeps memories said from `start` until
+    `end` (the time route)."""
+    filters = _bound_filters(present)
+    model = bindparam("model", type_=Text)
+    conditions = [*_conditions(Memory, historical=historical, filters=filters), Memory.embedding_model == model]
+    if said_between:
+        start, end = bindparam("start", type_=DateTime(timezone=True)), bindparam("end", type_=DateTime(timezone=True))
+        conditions += [Memory.created_at >= start, Memory.created_at < end]
+    size = (
+        select(func.coalesce(func.sum(NamespaceState.memories), 0))
+        .where(NamespaceState.namespace.in_(filters["namespaces"]))
+        .scalar_subquery()
+    )
+    exact = size <= bindparam("exact_max", type_=Integer)
+
+    def own(*columns: Any) -> Select:
+        return select(Memory.id.label("id"), *columns).where(*conditions)
+
+    def later_windows(*columns: Any) -> Select:
+        return (
+            select(MemoryChunk.memory_id.label("id"), *columns)
             .join(Memory, Memory.id == MemoryChunk.memory_id)
-            .where(
-                MemoryChunk.namespace.in_(scope.namespaces),
-                MemoryChunk.embedding_model == model,
-                Memory.embedding_model == model,
-                *_in_scope(scope),
-            )
-            .order_by(chunk_distance)
-            .limit(limit)
-            .subquery("windows")
+            .where(MemoryChunk.namespace.in_(filters["namespaces"]), MemoryChunk.embedding_model == model, *conditions)
         )
-    found = union_all(*(select(scan.c.id, scan.c.similarity) for scan in nearest)).subquery("found")
+
+    scans = [_nearest(own, Memory.embedding, exact=exact, name="own")]
+    if windows:
+        scans.append(_nearest(later_windows, MemoryChunk.embedding, exact=exact, name="windows"))
+    found = union_all(*(select(scan.c.id, scan.c.similarity) for scan in scans)).subquery("found")
     best = func.max(found.c.similarity)
-    # Relaxed order is only nearly sorted, and the two scans interleave: sorted here.
-    statement = select(found.c.id, best).group_by(found.c.id).order_by(best.desc()).limit(limit)
-    return await _rows(session, statement)
+    # Relaxed order is only nearly sorted, and the scans interleave: sorted here.
+    return select(found.c.id, best).group_by(found.c.id).order_by(best.desc()).limit(bindparam("limit", type_=Integer))
+
+
+async def _nearest_rows(
+    session: AsyncSession, scope: Scope, *, windows: bool, between: tuple[datetime, datetime] | None, **values: Any
+) -> RouteRows:
+    filters = {name: value for name, value in _filters(scope).items() if value is not None}
+    statement = _nearest_statement(scope.historical, frozenset(filters), windows=windows, said_between=between is not None)
+    parameters = {f"scope_{name}": value for name, value in filters.items()} | values
+    if between is not None:
+        parameters |= {"start": between[0], "end": between[1]}
+    return await _rows(session, statement, parameters)
+
+
+async def vector_route(
+    session: AsyncSession, scope: Scope, *, embedding: np.ndarray, model: str, limit: int, chunks: bool, exact_max: int
+) -> RouteRows:
+    """Cosine neighbours (`_nearest`): the memories nearest by their own vector and, with
+    `chunks`, those whose later windows are nearest, each scored by its nearest vector. One
+    statement; namespaces of up to `exact_max` memories together are read exactly."""
+    return await _nearest_rows(
+        session, scope, windows=chunks, between=None, embedding=embedding, model=model, limit=limit, exact_max=exact_max
+    )
 
 
 async def time_route(
-    session: AsyncSession, scope: Scope, *, embedding: np.ndarray, model: str, start: datetime, end: datetime, limit: int
+    session: AsyncSession,
+    scope: Scope,
+    *,
+    embedding: np.ndarray,
+    model: str,
+    start: datetime,
+    end: datetime,
+    limit: int,
+    exact_max: int,
 ) -> RouteRows:
     """The memories said within a time window the query names, nearest to the query first."""
-    distance = Memory.embedding.cosine_distance(embedding)
-    statement = (
-        select(Memory.id, (1 - distance).label("similarity"))
-        .where(*_in_scope(scope), Memory.embedding_model == model, Memory.created_at >= start, Memory.created_at < end)
-        .order_by(distance)
-        .limit(limit)
+    return await _nearest_rows(
+        session, scope, windows=False, between=(start, end), embedding=embedding, model=model, limit=limit, exact_max=exact_max
     )
-    rows = await _rows(session, statement)
-    return sorted(rows, key=lambda row: row[1], reverse=True)
 
 
 async def count_other_model(session: AsyncSession, scope: Scope, *, model: str) -> int | None:

@@ -138,8 +138,15 @@ async def _run_routes(
     except BaseException:
         embedding.cancel()  # the database failed: nobody waits for the vector any more
         raise
+    exact_max = settings.search_exact_max
     vector = await repository.vector_route(
-        session, scope, embedding=vector_of_query, model=embedder.name, limit=limit, chunks=relevance.CHUNK_SHARE > 0
+        session,
+        scope,
+        embedding=vector_of_query,
+        model=embedder.name,
+        limit=limit,
+        chunks=relevance.CHUNK_SHARE > 0,
+        exact_max=exact_max,
     )
     routes = {"key": key, "vector": vector, "recency": recency, "lexical": lexical}
     named_time = await window
@@ -152,6 +159,7 @@ async def _run_routes(
             start=named_time.start,
             end=named_time.end,
             limit=limit,
+            exact_max=exact_max,
         )
     return routes, vector_of_query
 
