@@ -171,6 +171,13 @@ def _bound_filters(present: frozenset[str]) -> dict[str, Any]:
     }
 
 
+def _scope_parameters(scope: Scope) -> tuple[frozenset[str], dict[str, Any]]:
+    """The filters the scope has (the shape a statement is cached by) and their values under
+    the names `_bound_filters` gives them."""
+    filters = {name: value for name, value in _filters(scope).items() if value is not None}
+    return frozenset(filters), {f"scope_{name}": value for name, value in filters.items()}
+
+
 async def _rows(session: AsyncSession, statement: Select, parameters: dict[str, Any] | None = None) -> RouteRows:
     return [(memory_id, float(score)) for memory_id, score in (await session.execute(statement, parameters)).all()]
 
@@ -254,9 +261,9 @@ def _nearest_statement(historical: bool, present: frozenset[str], *, windows: bo
 async def _nearest_rows(
     session: AsyncSession, scope: Scope, *, windows: bool, between: tuple[datetime, datetime] | None, **values: Any
 ) -> RouteRows:
-    filters = {name: value for name, value in _filters(scope).items() if value is not None}
-    statement = _nearest_statement(scope.historical, frozenset(filters), windows=windows, said_between=between is not None)
-    parameters = {f"scope_{name}": value for name, value in filters.items()} | values
+    present, parameters = _scope_parameters(scope)
+    statement = _nearest_statement(scope.historical, present, windows=windows, said_between=between is not None)
+    parameters |= values
     if between is not None:
         parameters |= {"start": between[0], "end": between[1]}
     return await _rows(session, statement, parameters)
@@ -388,12 +395,9 @@ async def lexical_route(
     Ranking costs a ts_rank per matching row and term, and a query made only of common words
     matches most of a large namespace; so at most `match_cap` matches are ranked."""
     if tsquery:
-        filters = {name: value for name, value in _filters(scope).items() if value is not None}
+        present, parameters = _scope_parameters(scope)
         bm25 = bool(LEXICAL_BM25 and terms)
-        statement = _full_text(
-            scope.historical, frozenset(filters), bm25, (BM25_K1, BM25_B, LEXICAL_RANK_NORMALISATION)
-        )
-        parameters = {f"scope_{name}": value for name, value in filters.items()}
+        statement = _full_text(scope.historical, present, bm25, (BM25_K1, BM25_B, LEXICAL_RANK_NORMALISATION))
         parameters |= {"tsquery": tsquery, "match_cap": match_cap, "limit": limit}
         if bm25:
             parameters["terms"] = list(terms)
