@@ -14,9 +14,7 @@ from typing import Any
 
 from app.bench import conversations as conversation_suite
 from app.bench import ablation, harness, ingest, latency, lme_retrieval, locomo, longmemeval, retrieval, updates
-from app.core.database import asyncpg_url
-from app.core.embedded import start_embedded_postgres
-from app.core.migrations import scratch_database, upgrade_to_head
+from app.core.migrations import scratch_database
 from app.core.settings import settings
 from app.recall.cache import SearchCache
 from app.revisions.judges import build_judge
@@ -132,8 +130,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--keep-database",
         type=Path,
         default=None,
-        help="an embedded PostgreSQL kept in this folder between runs; the LongMemEval suite writes each haystack "
-        "into it once and later runs only search (to compare settings on one ingest)",
+        help="an embedded PostgreSQL kept in this folder between runs (--database-url, when given, is used "
+        "instead); the LongMemEval suite writes each haystack into it once and later runs only search (to "
+        "compare settings on one ingest)",
     )
     parser.add_argument("--out", type=Path, default=Path("bench-results") / "latest.json")
     args = parser.parse_args(argv)
@@ -427,11 +426,7 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     logging.basicConfig(level=logging.WARNING)
-    if args.keep_database:
-        database_url = asyncpg_url(start_embedded_postgres(args.keep_database.resolve(), keep_data=True))
-        upgrade_to_head(database_url)
-    else:
-        database_url = scratch_database(args.database_url, purpose="bench")
+    database_url = scratch_database(args.database_url, purpose="bench", keep_in=args.keep_database)
     results, tables = asyncio.run(_run(args, database_url))
     results["meta"] = {
         "finished_at": datetime.now(timezone.utc).isoformat(),

@@ -52,11 +52,14 @@ def upgrade_to_head(url: str, *, then: Callable[[], None] | None = None) -> None
             then()
 
 
-def scratch_database(database_url: str | None, *, purpose: str) -> str:
-    """A migrated database for tests or benchmarks: the given server, or a fresh embedded
-    one in a temporary directory that is deleted when the process ends."""
+def scratch_database(database_url: str | None, *, purpose: str, keep_in: Path | None = None) -> str:
+    """A migrated database for tests or benchmarks: the given server, else an embedded one kept
+    in `keep_in` between runs, else a fresh embedded one in a temporary directory that is
+    deleted when the process ends."""
     if database_url:
         url = asyncpg_url(database_url)
+    elif keep_in is not None:
+        url = asyncpg_url(start_embedded_postgres(keep_in.resolve(), keep_data=True))
     else:
         url = asyncpg_url(start_embedded_postgres(Path(tempfile.mkdtemp(prefix=f"hindsight-{purpose}-")), keep_data=False))
     upgrade_to_head(url)

@@ -6,10 +6,11 @@ where the lexical route's evidence enters: the formula itself stays as the spec 
 
 Searching must not feed itself, so neither time-based part moves with use: recency is measured
 from the memory's own time (`created_at`, when what it says was said), not from its last
-access, and counts as far as the memory answers the query; the access part is the saturating access count scaled by the memory's relevance to
-this query, and only breaks ties (`Parts.order_key`): a memory returned a hundred times for one
-question gains nothing on another question it does not answer, and never passes a hit that
-scores better without access by more than ACCESS_TIE.
+access, and counts as far as the memory answers the query; the access part is the saturating
+access count scaled by the memory's relevance to this query, and only breaks ties
+(`Parts.order_key`): a memory returned a hundred times for one question gains nothing on another
+question it does not answer, and never passes a hit that scores better without access by more
+than ACCESS_TIE.
 """
 
 import math
