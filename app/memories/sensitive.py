@@ -294,6 +294,8 @@ _CARD_CONTEXT_CHARS = 40
 _CARD_LABELS = frozenset(re.sub(r"[\s_-]", "", word.lower()) for word in _LEXICON["card_labels"])
 _CARD_CONTEXT = re.compile(_alternation([*_LEXICON["card_labels"], *_LEXICON["not_card_labels"]]), re.IGNORECASE)
 _CN_ID_CANDIDATE = re.compile(r"(?<!\d)\d{17}[\dXx](?!\d)")
+# A UUID's digit groups can look like a grouped card number (about one random UUID in 10,000).
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 
 def _card_grouped(candidate: str, separator: str | None) -> bool:
@@ -312,6 +314,7 @@ def _labelled_as_card(text: str, start: int) -> bool:
 
 
 def _has_bank_card(text: str) -> bool:
+    text = _UUID.sub(lambda uuid: "#" * len(uuid.group()), text)
     for match in islice(_CARD_CANDIDATE.finditer(text), _MAX_CANDIDATES):
         digits = re.sub(r"\D", "", match.group())
         if not (13 <= len(digits) <= 19) or digits[0] not in _LEXICON["card_issuer_first_digits"] or len(set(digits)) < 2:

@@ -150,6 +150,13 @@ def test_json_is_read_as_key_value_sentences():
     assert sensitive_in({"notes": ["nothing here", {"ok": True}]}) is None
 
 
+def test_a_uuid_is_not_read_as_a_card_number():
+    # Its digit groups 2274-4035-9505-0 pass Luhn and the 4-4-4-1 grouping; it reached an
+    # import as a revision tag (`changed_by`) and was refused.
+    assert find_sensitive("revision:08b3014e-2274-4035-9505-0b75a873a36b") is None
+    assert find_sensitive("job 08B3014E-2274-4035-9505-0B75A873A36B failed, card 2274 4035 9505 0") == "bank_card"
+
+
 def test_a_secret_at_any_depth_of_a_long_text_is_found():
     filler = "The user walked the dog and bought bread. " * 5_000  # about 210 kB: four pieces
     for at in (0, len(filler) // 3, len(filler) - 10):
