@@ -5,6 +5,10 @@ Only hits the query finds about as relevant as the best (within `relevance` of i
 first `window` move, and only into places such hits already hold:
 - a hit about the person the question names ("the user", "the user's wife") goes before a
   hit about someone else;
+- when the question names a time of the week or of the year ("at the weekend", "in January",
+  周末), a hit whose own period holds it ("On weekends ...", "From November to March ...") goes
+  before one that says nothing of such times, and that before one whose period excludes it
+  ("works weekdays ..."): two memories that both hold, each for its own time (app/recall/periods.py);
 - among competitors, the newer in the world's time (`created_at`, which imports set) goes
   first: always for memories the judge held as a likely update (a `related` link), and for
   every competitor when the question asks about the present ("now", "currently", 现在, 目前
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from app.recall.periods import period
 from app.text import asks_about_past, asks_about_present
 from app.text.people import asked_subject, subject
 
@@ -104,11 +109,13 @@ def reorder(
         return order
     subjects = {hit.id: subject(hit.content) for hit in members}
     named = asked_subject(query)
+    asked_time = period(query)
+    fits = {hit.id: period(hit.content).fit(asked_time) for hit in members}
 
     def elsewhere(hit: Hit) -> bool:
         return named is not None and subjects[hit.id] not in (None, named)
 
-    _refill(order, members, lambda hit: (elsewhere(hit),))
+    _refill(order, members, lambda hit: (elsewhere(hit), fits[hit.id]))
     if asks_about_past(query):
         return order
     present = asks_about_present(query)
@@ -126,5 +133,5 @@ def reorder(
     for group in _groups(members, edges):
         ids = {hit.id for hit in group}
         if any(pair <= ids for pair in newer_first):
-            _refill(order, group, lambda hit: (elsewhere(hit), -hit.created_at.timestamp()))
+            _refill(order, group, lambda hit: (elsewhere(hit), fits[hit.id], -hit.created_at.timestamp()))
     return order
