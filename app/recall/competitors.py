@@ -1,8 +1,9 @@
 """Ranking that survives a missed supersede: among the first hits, memories that compete for
 one answer are put in an order that favours the right one.
 
-Only hits the query finds about as relevant as the best (within `relevance` of it) in the
-first `window` move, and only into places such hits already hold:
+Only hits the query finds about as relevant as the best (within `relevance` of it, or at least
+as close to the query as the best by their embeddings alone) in the first `window` move, and
+only into places such hits already hold:
 - a hit about the person the question names ("the user", "the user's wife") goes before a
   hit about someone else;
 - when the question names a time of the week or of the year ("at the weekend", "in January",
@@ -47,6 +48,7 @@ class Hit:
     content: str
     created_at: datetime
     relevance: float
+    dense: float = 0.0  # the embedding's part of the relevance (0..1 over the candidates)
 
 
 def _groups(members: list[Hit], edges: set[frozenset[UUID]]) -> list[list[Hit]]:
@@ -73,8 +75,10 @@ def contenders(hits: Sequence[Hit], settings: Settings) -> list[Hit]:
     window = list(hits[: settings.window])
     if len(window) < 2:
         return []
-    best = max(hit.relevance for hit in window)
-    return [hit for hit in window if hit.relevance >= settings.relevance * best]
+    top = max(window, key=lambda hit: hit.relevance)
+    # Words can miss a synonym ("studying" / "learning Japanese") that the embedding sees: a
+    # hit the embedding finds at least as close to the query as the best hit competes too.
+    return [hit for hit in window if hit.relevance >= settings.relevance * top.relevance or hit.dense >= top.dense > 0]
 
 
 def lookups(query: str) -> tuple[bool, bool]:

@@ -8,8 +8,8 @@ from app.recall.competitors import Hit, Settings, lookups, reorder
 SETTINGS = Settings(window=10, similarity=0.86, relevance=0.6)
 
 
-def hit(content: str, year: int, relevance: float = 1.0) -> Hit:
-    return Hit(uuid4(), content, datetime(year, 1, 1, tzinfo=timezone.utc), relevance)
+def hit(content: str, year: int, relevance: float = 1.0, dense: float = 0.0) -> Hit:
+    return Hit(uuid4(), content, datetime(year, 1, 1, tzinfo=timezone.utc), relevance, dense)
 
 
 def order(hits: list[Hit], query: str, *, links=None, similarity=None, settings: Settings = SETTINGS) -> list[UUID]:
@@ -51,6 +51,17 @@ def test_a_far_less_relevant_newer_memory_does_not_jump() -> None:
         knitting.id,
         orchids.id,
     ]
+
+
+def test_a_newer_memory_the_words_miss_but_the_embedding_finds_as_close_competes_for_the_present() -> None:
+    native = hit("User's native language is Portuguese.", 2024, dense=0.9)
+    learning = hit("User is learning Japanese.", 2025, relevance=0.4, dense=1.0)
+    links = {frozenset((native.id, learning.id)): "coexists"}
+    assert order([native, learning], "Which language is the user studying at the moment?", links=links) == [learning.id, native.id]
+    # Farther from the query by its embedding too: it stays where relevance put it.
+    farther = hit("User is learning Japanese.", 2025, relevance=0.4, dense=0.8)
+    links = {frozenset((native.id, farther.id)): "coexists"}
+    assert order([native, farther], "Which language is the user studying at the moment?", links=links) == [native.id, farther.id]
 
 
 def test_unlinked_memories_about_different_people_do_not_compete() -> None:
