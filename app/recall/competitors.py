@@ -114,7 +114,8 @@ def reorder(
     subjects = {hit.id: subject(hit.content) for hit in members}
     named = asked_subject(query)
     asked_time = period(query)
-    fits = {hit.id: period(hit.content).fit(asked_time) for hit in members}
+    # Most questions name no time: the hits' texts are then not read for one.
+    fits = {hit.id: period(hit.content).fit(asked_time) if asked_time.days or asked_time.months else 0 for hit in members}
 
     def elsewhere(hit: Hit) -> bool:
         return named is not None and subjects[hit.id] not in (None, named)
