@@ -37,6 +37,10 @@ _ZH_RANGE = r"\s*(?:到|至|-|–|~|～)\s*"
 _ZH_SEASONS = {"春": (3, 4, 5), "夏": (6, 7, 8), "秋": (9, 10, 11), "冬": (12, 1, 2)}
 _ZH_SEASON = r"([春夏秋冬])(?:天|季)"
 
+# Only a text's first characters are read: a search reads up to ten hits on the event loop
+# (about 0.4 ms per 1,000 characters on this machine under load).
+MAX_CHARS = 2_000
+
 WEEKDAYS = frozenset(range(0, 5))
 WEEKEND = frozenset((5, 6))
 
@@ -137,6 +141,8 @@ def _chinese(text: str) -> Period:
 
 
 def period(text: str) -> Period:
-    """The days of the week and months of the year `text` names, in English and Chinese."""
+    """The days of the week and months of the year the first MAX_CHARS of `text` name, in
+    English and Chinese."""
+    text = text[:MAX_CHARS]
     english, chinese = _english(text), _chinese(text)
     return Period(english.days | chinese.days, english.months | chinese.months)

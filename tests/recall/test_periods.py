@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.recall.periods import WEEKDAYS, WEEKEND, Period, period
+from app.recall.periods import MAX_CHARS, WEEKDAYS, WEEKEND, Period, period
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,9 @@ def test_fit_holds_excludes_or_says_nothing() -> None:
     asked = period("on Saturdays in July")
     assert period("In summer the user sails on weekends.").fit(asked) == -1
     assert period("In winter the user sails on weekends.").fit(asked) == 1
+
+
+def test_only_the_first_characters_are_read() -> None:
+    filler = "x" * MAX_CHARS
+    assert period(f"On weekends {filler}") == Period(WEEKEND, frozenset())
+    assert period(f"{filler} on weekends") == Period()
