@@ -73,7 +73,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="comma list: only the retrieval ablation rows whose names contain one of these (default: every row)",
     )
-    parser.add_argument("--show-tuning-failures", action="store_true", help="print the tuning split's failed cases")
+    parser.add_argument("--show-tuning-failures", action="store_true", help="print the tuning split's failed cases (rule judge and per-candidate oracle)")
     parser.add_argument("--locomo", type=Path, default=None, help=f"default: <data>/{NEEDS['locomo'][0]}")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument(
@@ -294,8 +294,11 @@ async def _run_updates(app, client, args: argparse.Namespace) -> tuple[dict[str,
         tables.append(_ablation_table(results[RULES_ROW], ablation))
     app.state.judge = build_judge(settings)
     if args.show_tuning_failures:
-        failures = results[RULES_ROW]["tune"]["failures"]
-        tables.append("Tuning split, rule judge, failed cases:\n" + "\n".join(f"- {case}: {'; '.join(why)}" for case, why in sorted(failures.items())))
+        # The per-candidate oracle's failures are the pipeline's and ranking's, not a judge's.
+        for row, name in ((RULES_ROW, "rule judge"), (ORACLE_ROW, "LLM path, oracle per candidate")):
+            failures = results[row]["tune"]["failures"]
+            listed = "\n".join(f"- {case}: {'; '.join(why)}" for case, why in sorted(failures.items())) or "(none)"
+            tables.append(f"Tuning split, {name}, failed cases:\n{listed}")
     return results, tables
 
 

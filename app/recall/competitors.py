@@ -1,10 +1,15 @@
 """Ranking that survives a missed supersede: among the first hits, memories that compete for
 one answer are put in an order that favours the right one.
 
-Only hits the query finds about as relevant as the best (within `relevance` of it) in the
-first `window` move, and only into places such hits already hold:
+Only hits the query finds about as relevant as the best (within `relevance` of it, or at least
+as close to the query as the best by their embeddings alone) in the first `window` move, and
+only into places such hits already hold:
 - a hit about the person the question names ("the user", "the user's wife") goes before a
   hit about someone else;
+- when the question names a time of the week or of the year ("at the weekend", "in January",
+  周末), a hit whose own period holds it ("On weekends ...", "From November to March ...") goes
+  before one that says nothing of such times, and that before one whose period excludes it
+  ("works weekdays ..."): two memories that both hold, each for its own time (app/recall/periods.py);
 - among competitors, the newer in the world's time (`created_at`, which imports set) goes
   first: always for memories the judge held as a likely update (a `related` link), and for
   every competitor when the question asks about the present ("now", "currently", 现在, 目前
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from app.recall.periods import period
 from app.text import asks_about_past, asks_about_present
 from app.text.people import asked_subject, subject
 
@@ -42,6 +48,7 @@ class Hit:
     content: str
     created_at: datetime
     relevance: float
+    dense: float = 0.0  # the embedding's part of the relevance (0..1 over the candidates)
 
 
 def _groups(members: list[Hit], edges: set[frozenset[UUID]]) -> list[list[Hit]]:
@@ -68,8 +75,10 @@ def contenders(hits: Sequence[Hit], settings: Settings) -> list[Hit]:
     window = list(hits[: settings.window])
     if len(window) < 2:
         return []
-    best = max(hit.relevance for hit in window)
-    return [hit for hit in window if hit.relevance >= settings.relevance * best]
+    top = max(window, key=lambda hit: hit.relevance)
+    # Words can miss a synonym ("studying" / "learning Japanese") that the embedding sees: a
+    # hit the embedding finds at least as close to the query as the best hit competes too.
+    return [hit for hit in window if hit.relevance >= settings.relevance * top.relevance or hit.dense >= top.dense > 0]
 
 
 def lookups(query: str) -> tuple[bool, bool]:
@@ -104,11 +113,14 @@ def reorder(
         return order
     subjects = {hit.id: subject(hit.content) for hit in members}
     named = asked_subject(query)
+    asked_time = period(query)
+    # Most questions name no time: the hits' texts are then not read for one.
+    fits = {hit.id: period(hit.content).fit(asked_time) if asked_time.days or asked_time.months else 0 for hit in members}
 
     def elsewhere(hit: Hit) -> bool:
         return named is not None and subjects[hit.id] not in (None, named)
 
-    _refill(order, members, lambda hit: (elsewhere(hit),))
+    _refill(order, members, lambda hit: (elsewhere(hit), fits[hit.id]))
     if asks_about_past(query):
         return order
     present = asks_about_present(query)
@@ -126,5 +138,5 @@ def reorder(
     for group in _groups(members, edges):
         ids = {hit.id for hit in group}
         if any(pair <= ids for pair in newer_first):
-            _refill(order, group, lambda hit: (elsewhere(hit), -hit.created_at.timestamp()))
+            _refill(order, group, lambda hit: (elsewhere(hit), fits[hit.id], -hit.created_at.timestamp()))
     return order

@@ -348,14 +348,26 @@ class _Links:
 
 
 async def _prefer_newer(
-    session: AsyncSession, ranked: list[Scored], *, links: _Links, query: str, settings: Settings
+    session: AsyncSession,
+    ranked: list[Scored],
+    *,
+    links: _Links,
+    query: str,
+    relevances: dict[UUID, relevance.Relevance],
+    settings: Settings,
 ) -> list[Scored]:
     """The first hits in the order app/recall/competitors.py gives competing memories."""
     rules = competitors.Settings(
         window=settings.competitor_window, similarity=settings.competitor_similarity, relevance=settings.competitor_relevance
     )
     window = [
-        competitors.Hit(item.memory.id, item.memory.content, item.memory.created_at, item.parts.semantic)
+        competitors.Hit(
+            item.memory.id,
+            item.memory.content,
+            item.memory.created_at,
+            item.parts.semantic,
+            relevances[item.memory.id].dense if item.memory.id in relevances else 0.0,
+        )
         for item in ranked[: rules.window]
     ]
     ids = [hit.id for hit in competitors.contenders(window, rules)]
@@ -541,7 +553,7 @@ async def search(
         ranked = _diversify(ranked, top_k=request.top_k)
         links = _Links()
         await links.read_for(reader, [item.memory.id for item in ranked[: max(settings.competitor_window, request.top_k)]])
-        ranked = await _prefer_newer(reader, ranked, links=links, query=request.query, settings=settings)
+        ranked = await _prefer_newer(reader, ranked, links=links, query=request.query, relevances=relevances, settings=settings)
         ranked = _below_replacements(ranked)
         hits = await _with_partners(reader, scope, ranked, links=links, top_k=request.top_k, score=score)
         if request.as_of:

@@ -8,8 +8,8 @@ from app.recall.competitors import Hit, Settings, lookups, reorder
 SETTINGS = Settings(window=10, similarity=0.86, relevance=0.6)
 
 
-def hit(content: str, year: int, relevance: float = 1.0) -> Hit:
-    return Hit(uuid4(), content, datetime(year, 1, 1, tzinfo=timezone.utc), relevance)
+def hit(content: str, year: int, relevance: float = 1.0, dense: float = 0.0) -> Hit:
+    return Hit(uuid4(), content, datetime(year, 1, 1, tzinfo=timezone.utc), relevance, dense)
 
 
 def order(hits: list[Hit], query: str, *, links=None, similarity=None, settings: Settings = SETTINGS) -> list[UUID]:
@@ -53,6 +53,17 @@ def test_a_far_less_relevant_newer_memory_does_not_jump() -> None:
     ]
 
 
+def test_a_newer_memory_the_words_miss_but_the_embedding_finds_as_close_competes_for_the_present() -> None:
+    native = hit("User's native language is Portuguese.", 2024, dense=0.9)
+    learning = hit("User is learning Japanese.", 2025, relevance=0.4, dense=1.0)
+    links = {frozenset((native.id, learning.id)): "coexists"}
+    assert order([native, learning], "Which language is the user studying at the moment?", links=links) == [learning.id, native.id]
+    # Farther from the query by its embedding too: it stays where relevance put it.
+    farther = hit("User is learning Japanese.", 2025, relevance=0.4, dense=0.8)
+    links = {frozenset((native.id, farther.id)): "coexists"}
+    assert order([native, farther], "Which language is the user studying at the moment?", links=links) == [native.id, farther.id]
+
+
 def test_unlinked_memories_about_different_people_do_not_compete() -> None:
     mine, brothers = hit("User works at Tencent.", 2023), hit("My brother works at Alibaba.", 2025, relevance=0.95)
     assert order([mine, brothers], "Where does the user work now?", similarity=near(mine, brothers)) == [mine.id, brothers.id]
@@ -82,3 +93,22 @@ def test_only_what_the_question_needs_is_looked_up() -> None:
     assert lookups("Which console did the user play on before?") == (False, False)
     assert lookups("Which games suit the user's console?") == (True, False)
     assert lookups("Which console does the user play on now?") == (True, True)
+
+
+def test_a_question_naming_a_time_puts_the_memory_whose_own_period_holds_it_first() -> None:
+    weekdays = hit("User works weekdays as an accountant at a bank.", 2024)
+    weekends = hit("On weekends the user coaches a junior football team.", 2025, relevance=0.95)
+    assert order([weekdays, weekends], "Where does the user work at the weekend?") == [weekends.id, weekdays.id]
+    assert order([weekends, weekdays], "What does the user do on Tuesdays?") == [weekdays.id, weekends.id]
+    summer = hit("From May to September the user swims in the lake.", 2025)
+    winter = hit("From December to February the user goes to the indoor pool.", 2024, relevance=0.9)
+    assert order([summer, winter], "Where will the user swim in January?") == [winter.id, summer.id]
+    assert order([summer, winter], "Where does the user swim?") == [summer.id, winter.id]
+
+
+def test_a_period_that_holds_the_asked_time_beats_a_newer_competitor_whose_period_excludes_it() -> None:
+    morning = hit("用户工作日早上跑步。", 2023)
+    weekend = hit("用户周末早上去爬山。", 2025, relevance=0.95)
+    links = {frozenset((morning.id, weekend.id)): "related"}
+    assert order([morning, weekend], "用户周三早上做什么运动？", links=links) == [morning.id, weekend.id]
+    assert order([morning, weekend], "用户早上做什么运动？", links=links) == [weekend.id, morning.id]
