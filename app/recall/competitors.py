@@ -9,7 +9,7 @@ only into places such hits already hold:
 - when the question names a time of the week or of the year ("at the weekend", "in January",
   周末), a hit whose own period holds it ("On weekends ...", "From November to March ...") goes
   before one that says nothing of such times, and that before one whose period excludes it
-  ("works weekdays ..."): two memories that both hold, each for its own time (app/recall/periods.py);
+  ("works weekdays ..."): two memories that both hold, each for its own time (app/text/periods.py);
 - among competitors, the newer in the world's time (`created_at`, which imports set) goes
   first: always for memories the judge held as a likely update (a `related` link), and for
   every competitor when the question asks about the present ("now", "currently", 现在, 目前
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from app.recall.periods import period
+from app.text.periods import period
 from app.text import asks_about_past, asks_about_present
 from app.text.people import asked_subject, subject
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.recall.periods import MAX_CHARS, WEEKDAYS, WEEKEND, Period, period
+from app.text.periods import MAX_CHARS, WEEKDAYS, WEEKEND, Period, period
 
 
 @pytest.mark.parametrize(
