@@ -148,3 +148,16 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
 
 # "function" scope commits before the response leaves, so a client never reads ahead of a commit.
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+
+
+async def get_read_session(request: Request) -> AsyncIterator[AsyncSession]:
+    """One session per request that only reads, each statement committing by itself
+    (autocommit): no BEGIN and COMMIT round trips, two of a search's dozen. What it reads does
+    not change: under READ COMMITTED, PostgreSQL's default and ours, each statement of a
+    transaction reads its own snapshot anyway."""
+    async with request.app.state.sessionmaker() as session:
+        await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        yield session
+
+
+ReadSessionDep = Annotated[AsyncSession, Depends(get_read_session, scope="function")]

@@ -213,40 +213,6 @@ async def _rows(session: AsyncSession, statement: Executable, parameters: dict[s
     return [(memory_id, float(score)) for memory_id, score in await _fetch(session, statement, parameters)]
 
 
-@lru_cache(maxsize=256)
-def _key_statement(historical: bool, present: frozenset[str], *, prefix: bool, terms: bool) -> Select:
-    filters = _bound_filters(present)
-    matches: list[ColumnElement[bool]] = []
-    if prefix:
-        matches.append(Memory.key.like(bindparam("key_like", type_=Text)))
-    if terms:
-        key_terms = func.hindsight_key_terms(Memory.namespace, Memory.key, type_=ARRAY(Text))
-        matches.append(key_terms.overlap(bindparam("terms", type_=ARRAY(Text))))
-    return (
-        select(Memory.id, literal_column("1.0"))
-        .where(*_conditions(Memory, historical=historical, filters=filters), Memory.key.is_not(None), or_(*matches))
-        .order_by(Memory.created_at.desc())
-        .limit(bindparam("limit", type_=Integer))
-    )
-
-
-async def key_route(
-    session: AsyncSession, scope: Scope, *, key_prefix: str | None, terms: Sequence[str], limit: int
-) -> RouteRows:
-    """Memories whose key starts with the requested prefix or has a segment the query
-    names (`user:u1:phone` for "what is my phone number"); newest first, score 1."""
-    if not key_prefix and not terms:
-        return []
-    present, parameters = _scope_parameters(scope)
-    statement = _key_statement(scope.historical, present, prefix=bool(key_prefix), terms=bool(terms))
-    parameters["limit"] = limit
-    if key_prefix:
-        parameters["key_like"] = _like_prefix(key_prefix)
-    if terms:
-        parameters["terms"] = list(terms)
-    return await _rows(session, statement, parameters)
-
-
 def _nearest(candidates: Callable[..., Select], vector: Any, *, exact: ColumnElement[bool], name: str) -> Subquery:
     """(id, similarity) of the `limit` candidates nearest the query (bound parameters
     `embedding`, `limit`); `candidates(*columns)` selects them, `vector` is their vector column.
@@ -353,22 +319,53 @@ async def count_other_model(session: AsyncSession, scope: Scope, *, model: str) 
 
 
 @lru_cache(maxsize=256)
-def _recency_statement(historical: bool, present: frozenset[str]) -> Select:
+def _key_and_recency_statement(historical: bool, present: frozenset[str], *, prefix: bool, terms: bool) -> Select:
+    """Both routes in one statement (one round trip): rows (route, id, score), each route's
+    newest first. Recency's score is the age in hours at the search's moment, the key route's 1."""
     filters = _bound_filters(present)
+    in_scope = _conditions(Memory, historical=historical, filters=filters)
     age_hours = func.extract("epoch", filters["at"] - Memory.created_at) / 3600
-    return (
-        select(Memory.id, age_hours)
-        .where(*_conditions(Memory, historical=historical, filters=filters))
-        .order_by(Memory.created_at.desc())
-        .limit(bindparam("limit", type_=Integer))
-    )
+
+    def route(name: str, score: Any, *conditions: ColumnElement[bool]) -> Subquery:
+        return (
+            select(literal_column(f"'{name}'").label("route"), Memory.id.label("id"), score.label("score"), Memory.created_at)
+            .where(*in_scope, *conditions)
+            .order_by(Memory.created_at.desc())
+            .limit(bindparam(f"{name}_limit", type_=Integer))
+            .subquery(name)
+        )
+
+    routes = [route("recency", age_hours)]
+    if prefix or terms:
+        matches: list[ColumnElement[bool]] = []
+        if prefix:
+            matches.append(Memory.key.like(bindparam("key_like", type_=Text)))
+        if terms:
+            key_terms = func.hindsight_key_terms(Memory.namespace, Memory.key, type_=ARRAY(Text))
+            matches.append(key_terms.overlap(bindparam("terms", type_=ARRAY(Text))))
+        routes.append(route("key", literal_column("1.0"), Memory.key.is_not(None), or_(*matches)))
+    both = union_all(*(select(found.c.route, found.c.id, found.c.score, found.c.created_at) for found in routes)).subquery()
+    return select(both.c.route, both.c.id, both.c.score).order_by(both.c.route, both.c.created_at.desc())
 
 
-async def recency_route(session: AsyncSession, scope: Scope, *, limit: int) -> RouteRows:
-    """The newest memories in scope; raw score is the age in hours at the search's moment."""
+async def key_and_recency_routes(
+    session: AsyncSession, scope: Scope, *, key_prefix: str | None, terms: Sequence[str], key_limit: int, recency_limit: int
+) -> tuple[RouteRows, RouteRows]:
+    """The key route: memories whose key starts with the requested prefix or has a segment the
+    query names (`user:u1:phone` for "what is my phone number"), newest first, score 1. The
+    recency route: the newest memories in scope, raw score their age in hours at the search's
+    moment."""
     present, parameters = _scope_parameters(scope)
-    parameters["limit"] = limit
-    return await _rows(session, _recency_statement(scope.historical, present), parameters)
+    statement = _key_and_recency_statement(scope.historical, present, prefix=bool(key_prefix), terms=bool(terms))
+    parameters |= {"key_limit": key_limit, "recency_limit": recency_limit}
+    if key_prefix:
+        parameters["key_like"] = _like_prefix(key_prefix)
+    if terms:
+        parameters["terms"] = list(terms)
+    found: dict[str, RouteRows] = {"key": [], "recency": []}
+    for name, memory_id, score in await _fetch(session, statement, parameters):
+        found[name].append((memory_id, float(score)))
+    return found["key"], found["recency"]
 
 
 def _bm25(namespaces: Any, matches: CTE, terms: Any) -> Select:
@@ -633,15 +630,25 @@ async def similarities_among(session: AsyncSession, memory_ids: Sequence[UUID]) 
     return {frozenset((a, b)): float(cosine) for a, b, cosine in rows}
 
 
+def _access_statement(*, wait: bool) -> Any:
+    ids = bindparam("memory_ids", type_=ARRAY(PG_UUID(as_uuid=True)))
+    counted = update(Memory.__table__).values(
+        access_count=Memory.__table__.c.access_count + 1, last_accessed_at=bindparam("at", type_=DateTime(timezone=True))
+    )
+    if wait:
+        counted = counted.where(Memory.__table__.c.id == any_(ids))
+    else:
+        unheld = select(Memory.id).where(Memory.id == any_(ids)).with_for_update(skip_locked=True)
+        counted = counted.where(Memory.__table__.c.id.in_(unheld.scalar_subquery()))
+    return counted.returning(Memory.__table__.c.id)
+
+
+_ACCESS = {wait: _access_statement(wait=wait) for wait in (False, True)}
+
+
 async def record_access(session: AsyncSession, memory_ids: Sequence[UUID], *, at: datetime, wait: bool) -> set[UUID]:
     """Count these memories as accessed; the ids counted. Without `wait`, a memory a writer
-    holds right now is skipped instead of waited for (its row lock is never requested)."""
-    counted = update(Memory).values(access_count=Memory.access_count + 1, last_accessed_at=at)
-    if wait:
-        counted = counted.where(Memory.id.in_(memory_ids))
-    else:
-        unheld = select(Memory.id).where(Memory.id.in_(memory_ids)).with_for_update(skip_locked=True)
-        counted = counted.where(Memory.id.in_(unheld))
-    # "fetch": a session that already holds these memories sees the new counts.
-    rows = await session.execute(counted.returning(Memory.id).execution_options(synchronize_session="fetch"))
-    return set(rows.scalars())
+    holds right now is skipped instead of waited for (its row lock is never requested). Plain
+    SQL, not the ORM's update: no session holds these memories to keep in step."""
+    rows = await _fetch(session, _ACCESS[wait], {"memory_ids": list(memory_ids), "at": at})
+    return {memory_id for (memory_id,) in rows}

@@ -120,10 +120,14 @@ async def _run_routes(
         # A speaker's name matches every line they said; the speaker boost (relevance.py) uses
         # the name instead (LoCoMo recall@10 +0.015).
         named = relevance.named_speakers(request.query, await _speakers(session, cache, generations))
-        key = await repository.key_route(
-            session, scope, key_prefix=request.key_prefix, terms=_key_terms(request.query), limit=limit
+        key, recency = await repository.key_and_recency_routes(
+            session,
+            scope,
+            key_prefix=request.key_prefix,
+            terms=_key_terms(request.query),
+            key_limit=limit,
+            recency_limit=settings.search_recency_candidates,
         )
-        recency = await repository.recency_route(session, scope, limit=settings.search_recency_candidates)
         terms = query_terms(request.query, without=named)
         lexical = await repository.lexical_route(
             session,
