@@ -463,6 +463,17 @@ async def _as_they_stood(session: AsyncSession, hits: list[SearchHit], *, at: da
     return stood
 
 
+def _time_window(query: str, *, reference: datetime) -> asyncio.Future[timeframe.Window | None]:
+    """The query's time expression. Reading one takes a few milliseconds of CPU: in a thread,
+    while the routes run. Most queries cannot hold one, and skip the hop to a thread (a
+    wake-up the event loop waits for on a busy machine)."""
+    if timeframe.may_hold_a_date(query):
+        return asyncio.ensure_future(asyncio.to_thread(timeframe.window, query, reference=reference))
+    none: asyncio.Future[timeframe.Window | None] = asyncio.get_running_loop().create_future()
+    none.set_result(None)
+    return none
+
+
 async def count_access(sessions: Sessions, memory_ids: list[UUID], *, at: datetime) -> None:
     """Count the hits no writer holds in one statement, then each held one in a transaction of
     its own. One statement waiting for every row deadlocked with writers holding one hit while
@@ -513,8 +524,7 @@ async def search(
         created_before=request.created_before,
         historical=request.as_of is not None,
     )
-    # Reading time expressions takes a few milliseconds of CPU: in a thread, while the routes run.
-    parsing = asyncio.ensure_future(asyncio.to_thread(timeframe.window, request.query, reference=reference))
+    parsing = _time_window(request.query, reference=reference)
     async with reads.session_for(session, generations) as reader:
         routes, embedding = await _run_routes(
             reader,
