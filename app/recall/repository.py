@@ -31,13 +31,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
-from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.base import Executable
-from sqlalchemy.sql.compiler import Compiled
 from sqlalchemy.sql.selectable import CTE, Subquery
 
+from app.core.database import fetch as _fetch
 from app.memories.repository import unexpired
 from app.models import Memory, MemoryChunk, MemoryRelation, MemoryVersion, NamespaceState
 
@@ -177,36 +176,6 @@ def _scope_parameters(scope: Scope) -> tuple[frozenset[str], dict[str, Any]]:
     the names `_bound_filters` gives them."""
     filters = {name: value for name, value in _filters(scope).items() if value is not None}
     return frozenset(filters), {f"scope_{name}": value for name, value in filters.items()}
-
-
-@lru_cache(maxsize=512)
-def _compiled(statement: Executable, dialect: Dialect) -> tuple[Compiled, dict[str, Callable[[Any], Any]]]:
-    """A cached statement compiled once, with its parameters' value processors (a vector's
-    text form)."""
-    compiled = statement.compile(dialect=dialect)
-    processors = {
-        name: processor
-        for name, bound in compiled.binds.items()
-        if (processor := bound.type.dialect_impl(dialect).bind_processor(dialect)) is not None
-    }
-    return compiled, processors
-
-
-async def _fetch(session: AsyncSession, statement: Executable, parameters: dict[str, Any] | None = None) -> Sequence[Row[Any]]:
-    """Run a statement built once (lru_cached) as its compiled SQL. Going through the ORM cost
-    about 1 ms of CPU a statement (its cache key walks the whole statement, its results are
-    processed column by column), 4 ms for the candidates; as driver SQL a fraction of that.
-    Errors, invalidation and transactions stay SQLAlchemy's (`exec_driver_sql`)."""
-    connection = await session.connection()
-    compiled, processors = _compiled(statement, connection.dialect)
-    state = compiled.construct_expanded_state(parameters)
-    if state.processors:  # expanded lists' elements
-        processors = processors | dict(state.processors)
-    arguments = tuple(
-        processors[name](value) if name in processors else value
-        for name, value in zip(state.positiontup or (), state.positional_parameters, strict=True)
-    )
-    return (await connection.exec_driver_sql(state.statement, arguments)).all()
 
 
 async def _rows(session: AsyncSession, statement: Executable, parameters: dict[str, Any] | None = None) -> RouteRows:
