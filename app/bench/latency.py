@@ -164,8 +164,8 @@ async def _timed_searches(app: FastAPI, namespace: str, queries: list[str], labe
 
 
 async def _held(app: FastAPI, namespace: str) -> int:
-    async with app.state.engine.connect() as connection:
-        held = await connection.scalar(text("SELECT count(*) FROM memories WHERE namespace = :namespace"), {"namespace": namespace})
+    async with app.state.sessions() as session:
+        held = await session.scalar(text("SELECT count(*) FROM memories WHERE namespace = :namespace"), {"namespace": namespace})
     return int(held or 0)
 
 
