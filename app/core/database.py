@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy import Row, event, text
 from sqlalchemy.engine import Dialect, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import Compiled
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from app.core.embedded import start_embedded_postgres
 from app.core.errors import Unavailable
