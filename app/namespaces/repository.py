@@ -2,10 +2,12 @@
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import Text, any_, bindparam, select, text
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
+from app.core.database import fetch
 from app.models import NamespaceState
 
 # One statement per commit for every namespace it wrote: the generation goes up by one, the
@@ -55,10 +57,15 @@ def committed(
     return [namespace for namespace, since_review in rows.all() if new_memories[namespace] and not since_review]
 
 
+# Read before every search: built once, run as driver SQL (app.core.database.fetch).
+_GENERATIONS = select(NamespaceState.namespace, NamespaceState.generation).where(
+    NamespaceState.namespace == any_(bindparam("namespaces", type_=ARRAY(Text)))
+)
+
+
 async def generations(session: AsyncSession, namespaces: Sequence[str]) -> dict[str, int]:
     """Each namespace's generation; 0 for one never written."""
-    statement = select(NamespaceState.namespace, NamespaceState.generation).where(NamespaceState.namespace.in_(namespaces))
-    found = dict((await session.execute(statement)).tuples().all())
+    found = dict(await fetch(session, _GENERATIONS, {"namespaces": list(namespaces)}))
     return {namespace: found.get(namespace, 0) for namespace in namespaces}
 
 

@@ -19,10 +19,8 @@ from sqlalchemy import (
     any_,
     bindparam,
     case,
-    cast,
     exists,
     func,
-    literal,
     literal_column,
     or_,
     select,
@@ -35,8 +33,10 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
+from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.selectable import CTE, Subquery
 
+from app.core.database import fetch as _fetch
 from app.memories.repository import unexpired
 from app.models import Memory, MemoryChunk, MemoryRelation, MemoryVersion, NamespaceState
 
@@ -178,30 +178,8 @@ def _scope_parameters(scope: Scope) -> tuple[frozenset[str], dict[str, Any]]:
     return frozenset(filters), {f"scope_{name}": value for name, value in filters.items()}
 
 
-async def _rows(session: AsyncSession, statement: Select, parameters: dict[str, Any] | None = None) -> RouteRows:
-    return [(memory_id, float(score)) for memory_id, score in (await session.execute(statement, parameters)).all()]
-
-
-async def key_route(
-    session: AsyncSession, scope: Scope, *, key_prefix: str | None, terms: Sequence[str], limit: int
-) -> RouteRows:
-    """Memories whose key starts with the requested prefix or has a segment the query
-    names (`user:u1:phone` for "what is my phone number"); newest first, score 1."""
-    matches: list[ColumnElement[bool]] = []
-    if key_prefix:
-        matches.append(Memory.key.like(_like_prefix(key_prefix)))
-    if terms:
-        key_terms = func.hindsight_key_terms(Memory.namespace, Memory.key, type_=ARRAY(Text))
-        matches.append(key_terms.overlap(cast(list(terms), ARRAY(Text))))
-    if not matches:
-        return []
-    statement = (
-        select(Memory.id, literal(1.0))
-        .where(*_in_scope(scope), Memory.key.is_not(None), or_(*matches))
-        .order_by(Memory.created_at.desc())
-        .limit(limit)
-    )
-    return await _rows(session, statement)
+async def _rows(session: AsyncSession, statement: Executable, parameters: dict[str, Any] | None = None) -> RouteRows:
+    return [(memory_id, float(score)) for memory_id, score in await _fetch(session, statement, parameters)]
 
 
 def _nearest(candidates: Callable[..., Select], vector: Any, *, exact: ColumnElement[bool], name: str) -> Subquery:
@@ -309,16 +287,54 @@ async def count_other_model(session: AsyncSession, scope: Scope, *, model: str) 
     return await session.scalar(select(case((held, in_scope), else_=None)))
 
 
-async def recency_route(session: AsyncSession, scope: Scope, *, limit: int) -> RouteRows:
-    """The newest memories in scope; raw score is the age in hours at the search's moment."""
-    age_hours = func.extract("epoch", literal(scope.at) - Memory.created_at) / 3600
-    statement = (
-        select(Memory.id, age_hours)
-        .where(*_in_scope(scope))
-        .order_by(Memory.created_at.desc())
-        .limit(limit)
-    )
-    return await _rows(session, statement)
+@lru_cache(maxsize=256)
+def _key_and_recency_statement(historical: bool, present: frozenset[str], *, prefix: bool, terms: bool) -> Select:
+    """Both routes in one statement (one round trip): rows (route, id, score), each route's
+    newest first. Recency's score is the age in hours at the search's moment, the key route's 1."""
+    filters = _bound_filters(present)
+    in_scope = _conditions(Memory, historical=historical, filters=filters)
+    age_hours = func.extract("epoch", filters["at"] - Memory.created_at) / 3600
+
+    def route(name: str, score: Any, *conditions: ColumnElement[bool]) -> Subquery:
+        return (
+            select(literal_column(f"'{name}'").label("route"), Memory.id.label("id"), score.label("score"), Memory.created_at)
+            .where(*in_scope, *conditions)
+            .order_by(Memory.created_at.desc())
+            .limit(bindparam(f"{name}_limit", type_=Integer))
+            .subquery(name)
+        )
+
+    routes = [route("recency", age_hours)]
+    if prefix or terms:
+        matches: list[ColumnElement[bool]] = []
+        if prefix:
+            matches.append(Memory.key.like(bindparam("key_like", type_=Text)))
+        if terms:
+            key_terms = func.hindsight_key_terms(Memory.namespace, Memory.key, type_=ARRAY(Text))
+            matches.append(key_terms.overlap(bindparam("terms", type_=ARRAY(Text))))
+        routes.append(route("key", literal_column("1.0"), Memory.key.is_not(None), or_(*matches)))
+    both = union_all(*(select(found.c.route, found.c.id, found.c.score, found.c.created_at) for found in routes)).subquery()
+    return select(both.c.route, both.c.id, both.c.score).order_by(both.c.route, both.c.created_at.desc())
+
+
+async def key_and_recency_routes(
+    session: AsyncSession, scope: Scope, *, key_prefix: str | None, terms: Sequence[str], key_limit: int, recency_limit: int
+) -> tuple[RouteRows, RouteRows]:
+    """The key route: memories whose key starts with the requested prefix or has a segment the
+    query names (`user:u1:phone` for "what is my phone number"), newest first, score 1. The
+    recency route: the newest memories in scope, raw score their age in hours at the search's
+    moment."""
+    present, parameters = _scope_parameters(scope)
+    statement = _key_and_recency_statement(scope.historical, present, prefix=bool(key_prefix), terms=bool(terms))
+    parameters |= {"key_limit": key_limit, "recency_limit": recency_limit}
+    if key_prefix:
+        parameters["key_like"] = _like_prefix(key_prefix)
+    if terms:
+        parameters["terms"] = list(terms)
+    found: dict[str, RouteRows] = {"key": [], "recency": []}
+    for name, memory_id, score in await _fetch(session, statement, parameters):
+        found[name].append((memory_id, float(score)))
+    return found["key"], found["recency"]
 
 
 def _bm25(namespaces: Any, matches: CTE, terms: Any) -> Select:
@@ -404,25 +420,29 @@ async def lexical_route(
         rows = await _rows(session, statement, parameters)
         if rows:
             return rows
+    present, parameters = _scope_parameters(scope)
+    parameters |= {"text": text, "limit": limit}
+    return await _rows(session, _trigram_statement(scope.historical, present), parameters)
+
+
+@lru_cache(maxsize=256)
+def _trigram_statement(historical: bool, present: frozenset[str]) -> Select:
     # `<%` is word_similarity(text, content) above pg_trgm's threshold (0.6 by default).
-    similarity = func.word_similarity(text, Memory.content)
-    statement = (
+    words = bindparam("text", type_=Text)
+    similarity = func.word_similarity(words, Memory.content)
+    return (
         select(Memory.id, similarity.label("similarity"))
-        .where(*_in_scope(scope), literal(text).op("<%")(Memory.content))
+        .where(*_conditions(Memory, historical=historical, filters=_bound_filters(present)), words.op("<%")(Memory.content))
         .order_by(similarity.desc(), Memory.created_at.desc())
-        .limit(limit)
+        .limit(bindparam("limit", type_=Integer))
     )
-    return await _rows(session, statement)
 
 
-async def session_neighbours(
-    session: AsyncSession, scope: Scope, *, anchors: Sequence[UUID], width: int
-) -> list[tuple[UUID, UUID, int]]:
-    """(anchor, neighbour, offset) for up to `width` in-scope memories on each side of every
-    anchor within its session, by creation order; offset -1 is the memory just before."""
-    if not anchors or width <= 0:
-        return []
+@lru_cache(maxsize=256)
+def _neighbours_statement(historical: bool, present: frozenset[str]) -> Select:
+    filters = _bound_filters(present)
     anchor = aliased(Memory, name="anchor")
+    width = bindparam("width", type_=Integer)
 
     def side(before: bool):
         other = aliased(Memory, name="other")
@@ -434,17 +454,29 @@ async def session_neighbours(
                 other.namespace == anchor.namespace,
                 other.session_id == anchor.session_id,
                 other.created_at < anchor.created_at if before else other.created_at > anchor.created_at,
-                *_in_scope(scope, other),
+                *_conditions(other, historical=historical, filters=filters),
             )
             .order_by(order)
             .limit(width)
         )
 
     nearby = union_all(side(True), side(False)).lateral("nearby")
-    statement = select(anchor.id, nearby.c.id, nearby.c.offset).join(nearby, true()).where(
-        anchor.id.in_(anchors), anchor.session_id.is_not(None)
+    return select(anchor.id, nearby.c.id, nearby.c.offset).join(nearby, true()).where(
+        _among(anchor), anchor.session_id.is_not(None)
     )
-    return [(anchor_id, other_id, int(offset)) for anchor_id, other_id, offset in (await session.execute(statement)).all()]
+
+
+async def session_neighbours(
+    session: AsyncSession, scope: Scope, *, anchors: Sequence[UUID], width: int
+) -> list[tuple[UUID, UUID, int]]:
+    """(anchor, neighbour, offset) for up to `width` in-scope memories on each side of every
+    anchor within its session, by creation order; offset -1 is the memory just before."""
+    if not anchors or width <= 0:
+        return []
+    present, parameters = _scope_parameters(scope)
+    parameters |= {"width": width, "memory_ids": list(anchors)}
+    rows = await _fetch(session, _neighbours_statement(scope.historical, present), parameters)
+    return [(anchor_id, other_id, int(offset)) for anchor_id, other_id, offset in rows]
 
 
 # A loose index scan over ix_memories_namespace_speaker: one index probe per distinct speaker,
@@ -476,10 +508,10 @@ async def speakers(session: AsyncSession, namespaces: Sequence[str]) -> list[str
     return list((await session.execute(_SPEAKERS, {"namespaces": list(namespaces)})).scalars())
 
 
-def _among(memory_ids: Sequence[UUID]) -> ColumnElement[bool]:
-    """`id = ANY(array)`: one parameter and one statement text whatever the count, where `IN`
-    binds one per id and reads as another statement (prepared again) for each count."""
-    return Memory.id == any_(bindparam("memory_ids", list(memory_ids), type_=ARRAY(PG_UUID(as_uuid=True))))
+def _among(memory: Any = Memory) -> ColumnElement[bool]:
+    """`id = ANY(:memory_ids)`: one parameter and one statement text whatever the count, where
+    `IN` binds one per id and reads as another statement (prepared again) for each count."""
+    return memory.id == any_(bindparam("memory_ids", type_=ARRAY(PG_UUID(as_uuid=True))))
 
 
 # A recalled memory is read, never changed: plain rows with the model's attribute names (its
@@ -490,6 +522,20 @@ _RECALLED = [
 ]
 
 
+def _load_statement() -> Select:
+    query = bindparam("embedding", type_=Vector())
+    cosine = func.coalesce(1 - Memory.embedding.cosine_distance(query), 0.0)
+    best_chunk = (
+        select(func.max(1 - MemoryChunk.embedding.cosine_distance(query)))
+        .where(MemoryChunk.memory_id == Memory.id, MemoryChunk.embedding_model == Memory.embedding_model)
+        .scalar_subquery()
+    )
+    return select(*_RECALLED, cosine.label("query_cosine"), best_chunk.label("chunk_cosine")).where(_among())
+
+
+_LOAD = _load_statement()
+
+
 async def load(
     session: AsyncSession, memory_ids: Sequence[UUID], *, embedding: np.ndarray
 ) -> dict[UUID, tuple[Recalled, float, float | None]]:
@@ -497,63 +543,81 @@ async def load(
     embedding) and their nearest later window's (None for a memory without chunks)."""
     if not memory_ids:
         return {}
-    cosine = func.coalesce(1 - Memory.embedding.cosine_distance(embedding), 0.0)
-    best_chunk = (
-        select(func.max(1 - MemoryChunk.embedding.cosine_distance(embedding)))
-        .where(MemoryChunk.memory_id == Memory.id, MemoryChunk.embedding_model == Memory.embedding_model)
-        .scalar_subquery()
-    )
-    statement = select(*_RECALLED, cosine.label("query_cosine"), best_chunk.label("chunk_cosine")).where(
-        _among(memory_ids)
-    )
+    rows = await _fetch(session, _LOAD, {"embedding": embedding, "memory_ids": list(memory_ids)})
     return {
         row.id: (row, float(row.query_cosine), None if row.chunk_cosine is None else float(row.chunk_cosine))
-        for row in (await session.execute(statement)).all()
+        for row in rows
     }
+
+
+@lru_cache(maxsize=256)
+def _in_scope_statement(historical: bool, present: frozenset[str]) -> Select:
+    return select(*_RECALLED).where(_among(), *_conditions(Memory, historical=historical, filters=_bound_filters(present)))
 
 
 async def load_in_scope(session: AsyncSession, scope: Scope, memory_ids: Sequence[UUID]) -> list[Recalled]:
     if not memory_ids:
         return []
-    rows = await session.execute(select(*_RECALLED).where(Memory.id.in_(memory_ids), *_in_scope(scope)))
-    return list(rows.all())
+    present, parameters = _scope_parameters(scope)
+    parameters["memory_ids"] = list(memory_ids)
+    return list(await _fetch(session, _in_scope_statement(scope.historical, present), parameters))
+
+
+_ENDS = bindparam("memory_ids", type_=ARRAY(PG_UUID(as_uuid=True)))
+_LINKS = select(MemoryRelation.from_memory_id, MemoryRelation.to_memory_id, MemoryRelation.type).where(
+    or_(MemoryRelation.from_memory_id == any_(_ENDS), MemoryRelation.to_memory_id == any_(_ENDS))
+)
 
 
 async def links_touching(session: AsyncSession, memory_ids: Sequence[UUID]) -> set[tuple[UUID, UUID, str]]:
     """The judge's links (from, to, type) with an end among these memories."""
     if not memory_ids:
         return set()
-    statement = select(MemoryRelation.from_memory_id, MemoryRelation.to_memory_id, MemoryRelation.type).where(
-        or_(MemoryRelation.from_memory_id.in_(memory_ids), MemoryRelation.to_memory_id.in_(memory_ids))
+    return {(first, second, kind) for first, second, kind in await _fetch(session, _LINKS, {"memory_ids": list(memory_ids)})}
+
+
+def _similarities_statement() -> Select:
+    first, second = aliased(Memory, name="first"), aliased(Memory, name="second")
+    return select(first.id, second.id, 1 - first.embedding.cosine_distance(second.embedding)).where(
+        _among(first),
+        _among(second),
+        first.id < second.id,
+        first.embedding_model == second.embedding_model,
+        first.embedding.is_not(None),
+        second.embedding.is_not(None),
     )
-    return set((await session.execute(statement)).tuples().all())
+
+
+_SIMILARITIES = _similarities_statement()
 
 
 async def similarities_among(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[frozenset[UUID], float]:
     """The cosine between every two of these memories (of one embedding model)."""
     if len(memory_ids) < 2:
         return {}
-    first, second = aliased(Memory, name="first"), aliased(Memory, name="second")
-    statement = select(first.id, second.id, 1 - first.embedding.cosine_distance(second.embedding)).where(
-        first.id.in_(memory_ids),
-        second.id.in_(memory_ids),
-        first.id < second.id,
-        first.embedding_model == second.embedding_model,
-        first.embedding.is_not(None),
-        second.embedding.is_not(None),
+    rows = await _fetch(session, _SIMILARITIES, {"memory_ids": list(memory_ids)})
+    return {frozenset((a, b)): float(cosine) for a, b, cosine in rows}
+
+
+def _access_statement(*, wait: bool) -> Any:
+    ids = bindparam("memory_ids", type_=ARRAY(PG_UUID(as_uuid=True)))
+    counted = update(Memory.__table__).values(
+        access_count=Memory.__table__.c.access_count + 1, last_accessed_at=bindparam("at", type_=DateTime(timezone=True))
     )
-    return {frozenset((a, b)): float(cosine) for a, b, cosine in (await session.execute(statement)).all()}
+    if wait:
+        counted = counted.where(Memory.__table__.c.id == any_(ids))
+    else:
+        unheld = select(Memory.id).where(Memory.id == any_(ids)).with_for_update(skip_locked=True)
+        counted = counted.where(Memory.__table__.c.id.in_(unheld.scalar_subquery()))
+    return counted.returning(Memory.__table__.c.id)
+
+
+_ACCESS = {wait: _access_statement(wait=wait) for wait in (False, True)}
 
 
 async def record_access(session: AsyncSession, memory_ids: Sequence[UUID], *, at: datetime, wait: bool) -> set[UUID]:
     """Count these memories as accessed; the ids counted. Without `wait`, a memory a writer
-    holds right now is skipped instead of waited for (its row lock is never requested)."""
-    counted = update(Memory).values(access_count=Memory.access_count + 1, last_accessed_at=at)
-    if wait:
-        counted = counted.where(Memory.id.in_(memory_ids))
-    else:
-        unheld = select(Memory.id).where(Memory.id.in_(memory_ids)).with_for_update(skip_locked=True)
-        counted = counted.where(Memory.id.in_(unheld))
-    # "fetch": a session that already holds these memories sees the new counts.
-    rows = await session.execute(counted.returning(Memory.id).execution_options(synchronize_session="fetch"))
-    return set(rows.scalars())
+    holds right now is skipped instead of waited for (its row lock is never requested). Plain
+    SQL, not the ORM's update: no session holds these memories to keep in step."""
+    rows = await _fetch(session, _ACCESS[wait], {"memory_ids": list(memory_ids), "at": at})
+    return {memory_id for (memory_id,) in rows}

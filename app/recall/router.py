@@ -3,7 +3,7 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 
 from app.core.auth import AccessDep
-from app.core.database import SessionDep
+from app.core.database import ReadSessionDep
 from app.core.dependencies import EmbedderDep, ReadsDep, SessionsDep, SettingsDep
 from app.core.links import MEMORY, links
 from app.recall import service
@@ -24,7 +24,7 @@ SearchCacheDep = Annotated[SearchCache, Depends(get_search_cache)]
 @router.post("/search", response_model=SearchResponse, responses={200: links(MEMORY.at("/hits/0/memory"))})
 async def search_memories(
     body: SearchRequest,
-    session: SessionDep,
+    session: ReadSessionDep,
     embedder: EmbedderDep,
     settings: SettingsDep,
     reads: ReadsDep,

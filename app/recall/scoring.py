@@ -60,12 +60,22 @@ class Parts:
         return {"semantic": self.semantic, "recency": self.recency, "confidence": self.confidence, "access": self.access}
 
     def final(self, weights: Weights) -> float:
-        return self.trust * sum(weight * getattr(self, name) for name, weight in weights.as_dict().items())
+        # Spelt out, in as_dict's order from 0 as sum() adds: the same float, at a fifth of the
+        # cost of a dict and getattr per part (a search scores a few hundred candidates).
+        weighted = (
+            0
+            + weights.semantic * self.semantic
+            + weights.recency * self.recency
+            + weights.confidence * self.confidence
+            + weights.access * self.access
+        )
+        return self.trust * weighted
 
     def order_key(self, weights: Weights) -> tuple[int, float]:
         """Sort key (descending): the score without access in ACCESS_TIE steps, then the full score."""
-        without_access = self.final(weights) - self.trust * weights.access * self.access
-        return math.floor(without_access / ACCESS_TIE + 1e-9), self.final(weights)
+        final = self.final(weights)
+        without_access = final - self.trust * weights.access * self.access
+        return math.floor(without_access / ACCESS_TIE + 1e-9), final
 
 
 # Recency, like access, counts as far as the memory answers the query: exp(-λ·hours) times its

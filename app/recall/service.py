@@ -120,10 +120,14 @@ async def _run_routes(
         # A speaker's name matches every line they said; the speaker boost (relevance.py) uses
         # the name instead (LoCoMo recall@10 +0.015).
         named = relevance.named_speakers(request.query, await _speakers(session, cache, generations))
-        key = await repository.key_route(
-            session, scope, key_prefix=request.key_prefix, terms=_key_terms(request.query), limit=limit
+        key, recency = await repository.key_and_recency_routes(
+            session,
+            scope,
+            key_prefix=request.key_prefix,
+            terms=_key_terms(request.query),
+            key_limit=limit,
+            recency_limit=settings.search_recency_candidates,
         )
-        recency = await repository.recency_route(session, scope, limit=settings.search_recency_candidates)
         terms = query_terms(request.query, without=named)
         lexical = await repository.lexical_route(
             session,
@@ -471,6 +475,17 @@ async def _as_they_stood(session: AsyncSession, hits: list[SearchHit], *, at: da
     return stood
 
 
+def _time_window(query: str, *, reference: datetime) -> asyncio.Future[timeframe.Window | None]:
+    """The query's time expression. Reading one takes a few milliseconds of CPU: in a thread,
+    while the routes run. Most queries cannot hold one, and skip the hop to a thread (a
+    wake-up the event loop waits for on a busy machine)."""
+    if timeframe.may_hold_a_date(query):
+        return asyncio.ensure_future(asyncio.to_thread(timeframe.window, query, reference=reference))
+    none: asyncio.Future[timeframe.Window | None] = asyncio.get_running_loop().create_future()
+    none.set_result(None)
+    return none
+
+
 async def count_access(sessions: Sessions, memory_ids: list[UUID], *, at: datetime) -> None:
     """Count the hits no writer holds in one statement, then each held one in a transaction of
     its own. One statement waiting for every row deadlocked with writers holding one hit while
@@ -521,8 +536,7 @@ async def search(
         created_before=request.created_before,
         historical=request.as_of is not None,
     )
-    # Reading time expressions takes a few milliseconds of CPU: in a thread, while the routes run.
-    parsing = asyncio.ensure_future(asyncio.to_thread(timeframe.window, request.query, reference=reference))
+    parsing = _time_window(request.query, reference=reference)
     async with reads.session_for(session, generations) as reader:
         routes, embedding = await _run_routes(
             reader,

@@ -104,9 +104,11 @@ def _date_words() -> frozenset[str]:
     return frozenset(words)
 
 
-def _may_hold_a_date(query: str) -> bool:
-    """Cheap: CJK text, a date-sized number (a day, a year, 5/27, 2023-05-27) or a date word."""
-    return (
+def may_hold_a_date(query: str) -> bool:
+    """Cheap (microseconds): whether `window` could find anything, i.e. a query of at most
+    MAX_QUERY_CHARS with CJK text, a date-sized number (a day, a year, 5/27, 2023-05-27) or a
+    date word."""
+    return len(query) <= MAX_QUERY_CHARS and (
         bool(_CJK.search(query))
         or bool(_DATE_NUMBER.search(query))
         or not _date_words().isdisjoint(_TOKEN.findall(query.lower()))
@@ -115,7 +117,7 @@ def _may_hold_a_date(query: str) -> bool:
 
 def window(query: str, *, reference: datetime) -> Window | None:
     """The first time expression of the query that resolves to a period, as a window."""
-    if len(query) > MAX_QUERY_CHARS or not _may_hold_a_date(query):
+    if not may_hold_a_date(query):
         return None
     reference = reference.replace(microsecond=0)
     try:
