@@ -11,6 +11,7 @@ from sqlalchemy import insert as insert_into
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 from sqlalchemy.orm.exc import StaleDataError
 
 from app.core.errors import NotFound, VersionConflict
@@ -149,6 +150,30 @@ async def find_active_by_hash(
     return (await session.execute(statement)).scalar_one_or_none()
 
 
+def _neighbour_conditions(
+    namespace: str, *, memory_types: Sequence[str] | None = None, exclude: Sequence[UUID] = (), not_after: datetime | None = None
+) -> list[ColumnElement[bool]]:
+    conditions = [Memory.namespace == namespace, Memory.status == "active", Memory.embedding.is_not(None), unexpired()]
+    if exclude:
+        conditions.append(Memory.id.not_in(exclude))
+    if memory_types:
+        conditions.append(Memory.memory_type.in_(memory_types))
+    if not_after is not None:
+        conditions.append(Memory.created_at <= not_after)
+    return conditions
+
+
+def _in_namespace(conditions: list[ColumnElement[bool]]) -> Any:
+    """The namespace's rows filtered first (materialised), so the ANN index cannot drop rows
+    from a small namespace: the exact scans read their neighbours from it."""
+    return (
+        select(Memory.id, Memory.embedding, Memory.created_at)
+        .where(*conditions)
+        .cte("in_namespace")
+        .prefix_with("MATERIALIZED")
+    )
+
+
 async def nearest_active(
     session: AsyncSession,
     *,
@@ -160,27 +185,15 @@ async def nearest_active(
     not_after: datetime | None = None,
     approximate: bool = False,
 ) -> list[tuple[Memory, float]]:
-    """Cosine neighbours among the namespace's active memories: exact by default, the
-    namespace filtered first (materialised) so the ANN index cannot drop rows from a small
-    namespace; through the ivfflat index when `approximate` (a large namespace, where the exact
-    scan reads every row: its probes and iterative scan are set per connection)."""
-    conditions = [Memory.namespace == namespace, Memory.status == "active", Memory.embedding.is_not(None), unexpired()]
-    if exclude:
-        conditions.append(Memory.id.not_in(exclude))
-    if memory_types:
-        conditions.append(Memory.memory_type.in_(memory_types))
-    if not_after is not None:
-        conditions.append(Memory.created_at <= not_after)
+    """Cosine neighbours among the namespace's active memories: exact by default (`_in_namespace`);
+    through the ivfflat index when `approximate` (a large namespace, where the exact scan reads
+    every row: its probes and iterative scan are set per connection)."""
+    conditions = _neighbour_conditions(namespace, memory_types=memory_types, exclude=exclude, not_after=not_after)
     if approximate:
         distance = Memory.embedding.cosine_distance(embedding)
         nearest = select(Memory.id, (1 - distance).label("similarity")).where(*conditions).order_by(distance).limit(limit).subquery()
     else:
-        in_namespace = (
-            select(Memory.id, Memory.embedding)
-            .where(*conditions)
-            .cte("in_namespace")
-            .prefix_with("MATERIALIZED")
-        )
+        in_namespace = _in_namespace(conditions)
         distance = in_namespace.c.embedding.cosine_distance(embedding)
         nearest = select(in_namespace.c.id, (1 - distance).label("similarity")).order_by(distance).limit(limit).subquery()
     # Fresh rows even for memories this session loaded before: a write compares their versions
@@ -192,6 +205,52 @@ async def nearest_active(
         .execution_options(populate_existing=True)
     )
     return [(memory, float(similarity)) for memory, similarity in (await session.execute(statement)).all()]
+
+
+async def nearest_active_each(
+    session: AsyncSession,
+    *,
+    namespace: str,
+    probes: Sequence[UUID],
+    limit: int,
+    memory_types: Sequence[str],
+    approximate: bool = False,
+) -> dict[UUID, list[tuple[Memory, float]]]:
+    """What `nearest_active` gives each of several memories of the namespace (its own vector;
+    its neighbours exclude it and anything newer), for all of them in two statements: the
+    neighbour ids, then their rows (fresh, as there) with the probes'. A probe that is no longer
+    active, or has no vector, is absent."""
+    probe = aliased(Memory, name="probe")
+    conditions = _neighbour_conditions(namespace, memory_types=memory_types)
+    if approximate:
+        distance = Memory.embedding.cosine_distance(probe.embedding)
+        near = select(Memory.id, (1 - distance).label("similarity")).where(
+            *conditions, Memory.id != probe.id, Memory.created_at <= probe.created_at
+        )
+    else:
+        in_namespace = _in_namespace(conditions)
+        distance = in_namespace.c.embedding.cosine_distance(probe.embedding)
+        near = select(in_namespace.c.id, (1 - distance).label("similarity")).where(
+            in_namespace.c.id != probe.id, in_namespace.c.created_at <= probe.created_at
+        )
+    nearest = near.order_by(distance).limit(limit).lateral("nearest")
+    statement = (
+        select(probe.id, nearest.c.id, nearest.c.similarity)
+        .select_from(probe)
+        .outerjoin(nearest, true())
+        .where(probe.id.in_(probes), probe.status == "active", probe.embedding.is_not(None))
+        .order_by(probe.id, nearest.c.similarity.desc())
+    )
+    pairs = (await session.execute(statement)).all()
+    wanted = {probe_id for probe_id, _, _ in pairs} | {neighbour for _, neighbour, _ in pairs if neighbour is not None}
+    rows = await session.execute(select(Memory).where(Memory.id.in_(wanted)).execution_options(populate_existing=True))
+    loaded = {memory.id: memory for memory in rows.scalars()}
+    found: dict[UUID, list[tuple[Memory, float]]] = {}
+    for probe_id, neighbour, similarity in pairs:
+        near_rows = found.setdefault(probe_id, [])
+        if neighbour is not None:
+            near_rows.append((loaded[neighbour], float(similarity)))
+    return found
 
 
 async def insert(session: AsyncSession, memory: Memory) -> Memory:

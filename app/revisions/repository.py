@@ -1,6 +1,7 @@
 """SQL of revisions: the log, relations, candidates and the versions a revision wrote."""
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
@@ -83,12 +84,15 @@ class Edges:
             await session.execute(statement)
 
 
-async def judged_against(session: AsyncSession, memory_id: UUID) -> set[UUID]:
-    """Older memories this memory has already been judged against."""
-    statement = select(RevisionLog.old_memory_id).where(
-        RevisionLog.new_memory_id == memory_id, RevisionLog.old_memory_id.is_not(None)
+async def judged_against(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, set[UUID]]:
+    """For each memory, the older memories it has already been judged against (one statement)."""
+    statement = select(RevisionLog.new_memory_id, RevisionLog.old_memory_id).where(
+        RevisionLog.new_memory_id.in_(memory_ids), RevisionLog.old_memory_id.is_not(None)
     )
-    return set((await session.execute(statement)).scalars())
+    judged: dict[UUID, set[UUID]] = {memory_id: set() for memory_id in memory_ids}
+    for new_id, old_id in await session.execute(statement):
+        judged[new_id].add(old_id)
+    return judged
 
 
 async def unlink_revision(session: AsyncSession, revision_id: UUID) -> None:

@@ -34,6 +34,9 @@ from app.revisions.signals import change_cue, is_future_plan
 
 ACTIONS = ("CONFLICT", "REFINE", "DUPLICATE")
 _STALE_RETRIES = 3
+# A neighbour scan reads this many rows more than the triggers need: rows of other types, later
+# times, or superseded since the scan are passed over there.
+SCAN_SPARE = 8
 
 
 def tag(revision: RevisionLog) -> str:
@@ -360,12 +363,15 @@ async def triggered(
     exclude: list[UUID],
     periodic: bool = False,
     scanned: Scan | None = None,
+    judged: set[UUID] | None = None,
 ) -> list[Triggered]:
     """The nearest active semantic/working memories of the namespace worth judging: above the
     strong threshold, or, when the new text carries a correction cue, the nearest few. Only
     memories no newer than this one: a memory never revises what was written after it (an
-    import of an old fact, a deferred job that runs late). Read from `scanned` (the write's
-    own neighbour scan) when it holds them all, else scanned here."""
+    import of an old fact, a deferred job that runs late). Read from `scanned` (a neighbour scan
+    made under the same lock hold: rows this hold has superseded since are passed over) when it
+    holds them all, else scanned here; what the memory was `judged` against before, when read
+    already, else read here."""
     settings = context.settings
     wanted = max(settings.strong_trigger_candidates, settings.weak_trigger_candidates)
     excluded = {new.id, *exclude}
@@ -374,7 +380,10 @@ async def triggered(
         nearest = [
             (memory, similarity)
             for memory, similarity in scanned.rows
-            if memory.id not in excluded and memory.memory_type in repository.REVISABLE_TYPES and memory.created_at <= new.created_at
+            if memory.id not in excluded
+            and memory.status == "active"
+            and memory.memory_type in repository.REVISABLE_TYPES
+            and memory.created_at <= new.created_at
         ][:wanted]
         if len(nearest) < wanted and not scanned.complete:
             nearest = None  # others may rank beyond what the scan read
@@ -390,12 +399,13 @@ async def triggered(
             approximate=memories.namespace_size(session, new.namespace) > settings.neighbour_scan_exact_max,
         )
     cue = change_cue(new.content)
-    # A memory not stored yet was judged against nothing.
-    judged_before = await repository.judged_against(session, new.id) if inspect(new).persistent else set()
+    if judged is None:
+        # A memory not stored yet was judged against nothing.
+        judged = (await repository.judged_against(session, [new.id]))[new.id] if inspect(new).persistent else set()
     best = nearest[0][1] if nearest else 0.0
     chosen: list[Triggered] = []
     for rank, (memory, similarity) in enumerate(nearest):
-        if memory.id in judged_before or _cooling(memory, at=new.created_at, settings=settings):
+        if memory.id in judged or _cooling(memory, at=new.created_at, settings=settings):
             continue
         strong = similarity >= max(settings.strong_trigger_threshold, best - settings.strong_trigger_margin)
         if rank < settings.strong_trigger_candidates and strong:
@@ -561,6 +571,64 @@ async def revise_new_memory(
     revisions += await judge_and_apply(session, new, triggers.candidates, context=context, edges=edges, ruled=ruled)
     await edges.write(session)
     return revisions
+
+
+@dataclass(frozen=True, slots=True)
+class Reviewed:
+    """What a review read about one of its memories under the namespace lock: its vector, its
+    neighbour scan and the memories it was judged against before."""
+
+    embedding: np.ndarray
+    scan: Scan
+    judged: set[UUID]
+
+
+async def read_for_review(session: AsyncSession, pending: list[Memory], *, context: Context) -> dict[UUID, Reviewed | None]:
+    """The candidates of several memories a review has to judge, read at once under the
+    namespace lock (four statements, not four a memory): valid while the lock is held and
+    nothing new is stored. None for a memory no longer active; the rows come back fresh."""
+    if not pending:
+        return {}
+    settings = context.settings
+    namespace = pending[0].namespace
+    limit = max(settings.strong_trigger_candidates, settings.weak_trigger_candidates) + SCAN_SPARE
+    scans = await memories.nearest_active_each(
+        session,
+        namespace=namespace,
+        probes=[memory.id for memory in pending],
+        limit=limit,
+        memory_types=repository.REVISABLE_TYPES,
+        approximate=memories.namespace_size(session, namespace) > settings.neighbour_scan_exact_max,
+    )
+    embeddings = await memories.embeddings_of(session, list(scans))
+    judged = await repository.judged_against(session, list(scans))
+    return {
+        memory.id: Reviewed(embeddings[memory.id], Scan(scans[memory.id], complete=len(scans[memory.id]) < limit), judged[memory.id])
+        if memory.id in scans
+        else None
+        for memory in pending
+    }
+
+
+async def revise_reviewed(session: AsyncSession, memory: Memory, reviewed: Reviewed, *, context: Context) -> list[RevisionLog] | None:
+    """A review's judgement of one memory from what `read_for_review` read, under the lock held
+    since; None when its candidates need a slow judge, which is asked with the lock released
+    (`revise_stored`)."""
+    if memory.status != "active":
+        return []  # superseded (or held for review) earlier in this pass
+    candidates = await triggered(
+        session,
+        memory,
+        embedding=reviewed.embedding,
+        context=context,
+        exclude=[],
+        periodic=True,
+        scanned=reviewed.scan,
+        judged=reviewed.judged,
+    )
+    if candidates and context.judge.slow:
+        return None
+    return await revise_new_memory(session, memory, embedding=reviewed.embedding, context=context, triggers=Triggers([], candidates))
 
 
 async def revise_stored(
