@@ -1,22 +1,23 @@
 """Every SQL statement about memories, their versions and relations."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import ColumnElement, bindparam, delete, func, literal_column, or_, select, text, true, update
+from sqlalchemy import ColumnElement, bindparam, delete, event, func, inspect, literal_column, or_, select, text, true, update
 from sqlalchemy import insert as insert_into
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Session, SessionTransaction, aliased
 from sqlalchemy.orm.exc import StaleDataError
 
 from app.core.errors import NotFound, VersionConflict
 from app.memories.records import content_hash
-from app.models import Memory, MemoryRelation, MemoryVersion, NamespaceState, WriteRateCount, WriteRateFlag
+from app.models import Memory, MemoryRelation, MemoryVersion, NamespaceState, RevisionLog, WriteRateCount, WriteRateFlag
 from app.namespaces import tracking
 from app.text import lexemes
 
@@ -295,20 +296,21 @@ async def insert_many(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> 
         tracking.count_stored(session, namespace, sum(row["namespace"] == namespace for row in rows))
 
 
-async def add_version(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> None:
-    """Record the memory as it now is. `at` is when the change took effect (a write's own
-    time for imports and revisions it causes); `as_of` search reads statuses by it."""
-    session.add(
-        MemoryVersion(
-            memory_id=memory.id,
-            version=memory.version,
-            content=memory.content,
-            status=memory.status,
-            changed_by=changed_by,
-            snapshot=snapshot_of(memory),
-            created_at=at or datetime.now(timezone.utc),
-        )
-    )  # written with the session's next flush, with the write's other rows
+def add_version(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> None:
+    """Record the memory as it now is (written behind: `write_behind`). `at` is when the change
+    took effect (a write's own time for imports and revisions it causes); `as_of` search reads
+    statuses by it."""
+    _behind(session).rows[_VERSIONS].append(
+        {
+            "memory_id": memory.id,
+            "version": memory.version,
+            "content": memory.content,
+            "status": memory.status,
+            "changed_by": changed_by,
+            "snapshot": snapshot_of(memory),
+            "created_at": at or datetime.now(timezone.utc),
+        }
+    )
 
 
 async def get(session: AsyncSession, memory_id: UUID, *, for_update: bool = False) -> Memory | None:
@@ -377,10 +379,11 @@ async def save_changes(session: AsyncSession, changed: Sequence[Memory], *, chan
     except StaleDataError as error:
         raise VersionConflict(f"one of the memories {', '.join(map(str, ids))} was changed by another writer; read it again") from error
     for memory in changed:
-        await add_version(session, memory, changed_by=changed_by, at=at)
+        add_version(session, memory, changed_by=changed_by, at=at)
 
 
 async def versions(session: AsyncSession, memory_id: UUID) -> list[MemoryVersion]:
+    await write_behind(session)
     statement = select(MemoryVersion).where(MemoryVersion.memory_id == memory_id).order_by(MemoryVersion.version)
     return list((await session.execute(statement)).scalars())
 
@@ -415,6 +418,7 @@ async def chain(session: AsyncSession, memory_id: UUID, *, direction: str) -> li
 
 async def relations(session: AsyncSession, memory_id: UUID) -> list[tuple[MemoryRelation, bool]]:
     """The memory's edges, each with whether it starts at this memory."""
+    await write_behind(session)
     statement = (
         select(MemoryRelation)
         .where((MemoryRelation.from_memory_id == memory_id) | (MemoryRelation.to_memory_id == memory_id))
@@ -490,3 +494,96 @@ async def write_flags(session: AsyncSession, *, namespace: str | None, limit: in
     if namespace is not None:
         statement = statement.where(WriteRateFlag.namespace == namespace)
     return list((await session.execute(statement)).scalars())
+
+
+# --- rows written behind -------------------------------------------------------------------------
+# A change's version row, a judgement's log row and a revision's edges are read back by nothing
+# the same transaction does next (what reads them writes them first), so they are held and written
+# together, one statement a table, instead of one or two statements a change: when a repository
+# function that reads them runs (`write_behind`), and when the transaction commits. A savepoint
+# that rolls back forgets the rows held inside it, and writes again the older ones it had written.
+
+_BEHIND = "hindsight.behind"
+_PER_STATEMENT = 1_000  # rows a multi-row statement carries, well under PostgreSQL's parameter limit
+_LOGS, _VERSIONS, _EDGES = range(3)  # in foreign-key order: an edge points to its revision's log row
+
+
+@dataclass(slots=True)
+class _Behind:
+    # Held rows per kind, and how many of each are written. A log row is read as it is when
+    # written: the actions that settle it run before anything writes it.
+    rows: tuple[list[Any], list[Any], list[Any]] = field(default_factory=lambda: ([], [], []))
+    written: list[int] = field(default_factory=lambda: [0, 0, 0])
+    savepoints: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)  # (held, written) as each began
+
+
+def _behind(session: Session | AsyncSession) -> _Behind:
+    return session.info.setdefault(_BEHIND, _Behind())
+
+
+def hold_log(session: AsyncSession, revision: RevisionLog) -> None:
+    _behind(session).rows[_LOGS].append(revision)
+
+
+def hold_edge(session: AsyncSession, *, source: UUID, target: UUID, kind: str, revision_id: UUID | None) -> None:
+    """A relation edge; an edge that already exists is kept as it is."""
+    _behind(session).rows[_EDGES].append({"from_memory_id": source, "to_memory_id": target, "type": kind, "revision_id": revision_id})
+
+
+async def write_behind(session: AsyncSession) -> None:
+    """Write the rows held so far."""
+    behind = session.info.get(_BEHIND)
+    if behind is not None and any(len(rows) > written for rows, written in zip(behind.rows, behind.written, strict=True)):
+        await session.run_sync(_write_behind)
+
+
+_LOG_COLUMNS = [(attribute.key, attribute.columns[0].name) for attribute in inspect(RevisionLog).column_attrs]
+_TABLES = (RevisionLog.__table__, MemoryVersion.__table__, MemoryRelation.__table__)
+
+
+def _write_behind(session: Session) -> None:
+    behind = session.info.get(_BEHIND)
+    if behind is None:
+        return
+    if session.new or session.dirty or session.deleted:
+        session.flush()  # the memories the rows point to
+    for kind, table in enumerate(_TABLES):
+        rows = behind.rows[kind][behind.written[kind] :]
+        if kind == _LOGS:
+            rows = [{column: getattr(revision, key) for key, column in _LOG_COLUMNS} for revision in rows]
+        for start in range(0, len(rows), _PER_STATEMENT):
+            statement = pg_insert(table).values(rows[start : start + _PER_STATEMENT])
+            if kind == _EDGES:
+                statement = statement.on_conflict_do_nothing(constraint="uq_memory_relations_edge")
+            session.execute(statement)
+        behind.written[kind] = len(behind.rows[kind])
+
+
+@event.listens_for(Session, "after_transaction_create")
+def _note_savepoint(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.nested:
+        behind = _behind(session)
+        behind.savepoints[id(transaction)] = ([len(rows) for rows in behind.rows], list(behind.written))
+
+
+@event.listens_for(Session, "before_commit")
+def _write_on_commit(session: Session) -> None:
+    if not session.in_nested_transaction():
+        _write_behind(session)
+        session.info.pop(_BEHIND, None)
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _forget_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
+    behind = session.info.get(_BEHIND)
+    if behind is None:
+        return
+    if not session.in_transaction():
+        session.info.pop(_BEHIND)
+        return
+    began = behind.savepoints.pop(id(previous_transaction), None)
+    if began is not None:
+        held, written = began
+        for rows, count in zip(behind.rows, held, strict=True):
+            del rows[count:]
+        behind.written = written

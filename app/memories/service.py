@@ -146,7 +146,7 @@ async def _store_locked(
         if triggers.candidates and slow and not last and not still_holds(ruled, triggers.candidates):
             return _Unjudged(new, triggers.candidates)
     memory = await repository.insert(session, new)
-    await repository.add_version(session, memory, changed_by="api", at=memory.created_at)
+    repository.add_version(session, memory, changed_by="api", at=memory.created_at)
     if context.defer is not None:
         await context.defer(session, memory.id)  # async mode: the worker revises it once this commits
         revisions = []

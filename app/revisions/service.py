@@ -148,14 +148,14 @@ def _make_uncertain(memory: Memory) -> bool:
 
 
 async def _hold(
-    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, uncertain: bool, edges: repository.Edges
+    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, uncertain: bool
 ) -> None:
     """Keep a judgement for review instead of applying it: both memories stay, linked, a
     likely update as `related` so search prefers the newer, a likely merge or restatement as
     `coexists`; a new memory that is outranked (less trusted, less confident) is also marked
     uncertain until the review."""
     kind = "related" if revision.decision == "CONFLICT" else "coexists"
-    edges.add(source=new.id, target=old.id, kind=kind, revision_id=revision.id)
+    memories.hold_edge(session, source=new.id, target=old.id, kind=kind, revision_id=revision.id)
     if uncertain:
         await _change(session, new, _make_uncertain, changed_by=tag(revision), at=new.created_at)
 
@@ -197,11 +197,11 @@ async def log_revision(
 
 
 async def _apply_conflict(
-    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime, edges: repository.Edges
+    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime
 ) -> None:
     # The replacing memory is not cooled down: the next update in a chain must reach it.
     if await _change(session, old, _supersede(new, at=at), changed_by=tag(revision), at=at, then=(new, _set(supersedes=old.id))):
-        edges.add(source=new.id, target=old.id, kind="supersedes", revision_id=revision.id)
+        memories.hold_edge(session, source=new.id, target=old.id, kind="supersedes", revision_id=revision.id)
 
 
 async def _apply_duplicate(
@@ -212,7 +212,6 @@ async def _apply_duplicate(
     *,
     at: datetime,
     settings: Settings,
-    edges: repository.Edges,
 ) -> None:
     """Keep one: the more trusted, else the established memory, unless only the restatement
     carries a key (the key is what later same-key updates find it by)."""
@@ -222,7 +221,7 @@ async def _apply_duplicate(
     else:
         kept, folded = (new, old) if new.key and not old.key else (old, new)
     if await _change(session, folded, _supersede(kept, at=at), changed_by=tag(revision), at=at, then=(kept, _set(revised_at=at))):
-        edges.add(source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
+        memories.hold_edge(session, source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
 
 
 def _merged_text(judged: str | None, old: Memory, new: Memory, settings: Settings) -> str | None:
@@ -246,13 +245,12 @@ async def _apply_refine(
     at: datetime,
     context: Context,
     merged_vectors: Mapping[str, np.ndarray],
-    edges: repository.Edges,
 ) -> None:
     """One merged memory replaces both; when no merged text could be stored (too long, or holding
     sensitive data), both stay, linked as coexisting."""
     content = _merged_text(revision.merged_content, old, new, context.settings)
     if content is None:
-        edges.add(source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
+        memories.hold_edge(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
         revision.decision = "COEXIST"
         revision.note = "; ".join(filter(None, [revision.note, "no merged text could be stored, so both stay"]))
         return
@@ -280,12 +278,12 @@ async def _apply_refine(
     )
     merged.supersedes = old.id
     merged = await memories.insert(session, merged)
-    await memories.add_version(session, merged, changed_by=tag(revision), at=at)
+    memories.add_version(session, merged, changed_by=tag(revision), at=at)
     revision.merged_memory_id = merged.id
     revision.merged_content = content
     for replaced in (old, new):
         if await _change(session, replaced, _supersede(merged, at=at), changed_by=tag(revision), at=at):
-            edges.add(source=merged.id, target=replaced.id, kind="refines", revision_id=revision.id)
+            memories.hold_edge(session, source=merged.id, target=replaced.id, kind="refines", revision_id=revision.id)
 
 
 async def apply(
@@ -296,37 +294,31 @@ async def apply(
     *,
     context: Context,
     merged_vectors: Mapping[str, np.ndarray] | None = None,
-    edges: repository.Edges | None = None,
 ) -> None:
     """Apply a judgement; `merged_vectors` holds the embeddings of merged texts computed with
-    the ruling, before the lock was taken. The edges it adds go to `edges`, which its caller
-    writes; without, they are written here."""
-    own_edges = edges is None
-    edges = repository.Edges() if edges is None else edges
+    the ruling, before the lock was taken."""
     at = new.created_at
-    # Settled before the actions, so the log row is written once, as it ends (a REFINE that
-    # falls back to COEXIST changes it again).
+    # Settled before the actions (a REFINE that falls back to COEXIST changes it again); a new log
+    # row is written behind, after them, as it ends.
     revision.status = "applied" if revision.decision != "UNRELATED" else "logged"
     revision.resolved_at = datetime.now(timezone.utc)
     if revision.decision == "CONFLICT":
-        await _apply_conflict(session, revision, new, old, at=at, edges=edges)
+        await _apply_conflict(session, revision, new, old, at=at)
     elif revision.decision == "DUPLICATE":
-        await _apply_duplicate(session, revision, new, old, at=at, settings=context.settings, edges=edges)
+        await _apply_duplicate(session, revision, new, old, at=at, settings=context.settings)
     elif revision.decision == "REFINE":
         await _apply_refine(
-            session, revision, new, old, at=at, context=context, merged_vectors=merged_vectors or {}, edges=edges
+            session, revision, new, old, at=at, context=context, merged_vectors=merged_vectors or {}
         )
     elif revision.decision == "COEXIST":
-        edges.add(source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
-    if own_edges:
-        await edges.write(session)
+        memories.hold_edge(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
 
 
 # --- triggers and judgement ------------------------------------------------------------------
 
 
 async def _same_key(
-    session: AsyncSession, new: Memory, olds: list[Memory], *, context: Context, edges: repository.Edges
+    session: AsyncSession, new: Memory, olds: list[Memory], *, context: Context
 ) -> list[RevisionLog]:
     """A newer memory with the key of an active one replaces it, no judge asked."""
     revisions = []
@@ -347,9 +339,9 @@ async def _same_key(
             note=held,
         )
         if held:
-            await _hold(session, revision, new, old, uncertain=True, edges=edges)
+            await _hold(session, revision, new, old, uncertain=True)
         else:
-            await apply(session, revision, new, old, context=context, edges=edges)
+            await apply(session, revision, new, old, context=context)
         revisions.append(revision)
     return revisions
 
@@ -470,7 +462,6 @@ async def judge_and_apply(
     triggered: list[Triggered],
     *,
     context: Context,
-    edges: repository.Edges,
     ruled: Ruled | None = None,
 ) -> list[RevisionLog]:
     """Apply the judge's ruling on the candidates: `ruled` if it still holds, else asked now."""
@@ -519,9 +510,9 @@ async def judge_and_apply(
         if takes_action and folded:
             revision.status = "logged"
         elif takes_action and (held or not confident):
-            await _hold(session, revision, new, item.memory, uncertain=bool(held), edges=edges)
+            await _hold(session, revision, new, item.memory, uncertain=bool(held))
         else:
-            await apply(session, revision, new, item.memory, context=context, merged_vectors=ruled.merged_vectors, edges=edges)
+            await apply(session, revision, new, item.memory, context=context, merged_vectors=ruled.merged_vectors)
             folded = folded or judgement.decision in ("DUPLICATE", "REFINE")
     return revisions
 
@@ -565,11 +556,8 @@ async def revise_new_memory(
     the triggers found and the ruling made on them beforehand when given."""
     if triggers is None:
         triggers = await find_triggers(session, new, embedding=embedding, context=context)
-    # The log rows of a memory's judgements are written together, and their edges in one statement.
-    edges = repository.Edges()
-    revisions = await _same_key(session, new, triggers.same_key, context=context, edges=edges)
-    revisions += await judge_and_apply(session, new, triggers.candidates, context=context, edges=edges, ruled=ruled)
-    await edges.write(session)
+    revisions = await _same_key(session, new, triggers.same_key, context=context)
+    revisions += await judge_and_apply(session, new, triggers.candidates, context=context, ruled=ruled)
     return revisions
 
 
