@@ -3,11 +3,30 @@
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import ColumnElement, bindparam, delete, event, func, inspect, literal_column, or_, select, text, true, update
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Integer,
+    Select,
+    Text,
+    bindparam,
+    delete,
+    event,
+    func,
+    inspect,
+    literal_column,
+    or_,
+    select,
+    text,
+    true,
+    update,
+)
 from sqlalchemy import insert as insert_into
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import InvalidRequestError
@@ -132,32 +151,40 @@ def unexpired(memory: type[Memory] = Memory, at: datetime | None = None) -> Colu
     return or_(memory.expires_at.is_(None), memory.expires_at > (func.now() if at is None else at))
 
 
-async def find_active_by_hash(
-    session: AsyncSession, *, namespace: str, content_hash: str, key: str | None
-) -> Memory | None:
-    """An active memory with this text; a keyed write only matches a memory with its key."""
-    statement = (
+@lru_cache(maxsize=2)
+def _by_hash_statement(keyed: bool) -> Select:
+    """`find_active_by_hash`'s statement, built once per shape (a write runs it every time)."""
+    return (
         select(Memory)
         .where(
-            Memory.namespace == namespace,
-            Memory.content_hash == content_hash,
-            true() if key is None else Memory.key == key,
+            Memory.namespace == bindparam("namespace", type_=Text),
+            Memory.content_hash == bindparam("content_hash", type_=Text),
+            Memory.key == bindparam("key", type_=Text) if keyed else true(),
             Memory.status == "active",
             unexpired(),
         )
         .order_by(Memory.created_at)
         .limit(1)
     )
-    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def find_active_by_hash(
+    session: AsyncSession, *, namespace: str, content_hash: str, key: str | None
+) -> Memory | None:
+    """An active memory with this text; a keyed write only matches a memory with its key."""
+    values = {"namespace": namespace, "content_hash": content_hash} | ({} if key is None else {"key": key})
+    return (await session.execute(_by_hash_statement(key is not None), values)).scalar_one_or_none()
 
 
 def _neighbour_conditions(
-    namespace: str, *, memory_types: Sequence[str] | None = None, exclude: Sequence[UUID] = (), not_after: datetime | None = None
+    namespace: Any, *, memory_types: Any = None, exclude: Any = None, not_after: Any = None
 ) -> list[ColumnElement[bool]]:
+    """Active memories of the namespace with a vector (and of `memory_types`, not in `exclude`,
+    no newer than `not_after`, where given): values or bound parameters."""
     conditions = [Memory.namespace == namespace, Memory.status == "active", Memory.embedding.is_not(None), unexpired()]
-    if exclude:
+    if exclude is not None:
         conditions.append(Memory.id.not_in(exclude))
-    if memory_types:
+    if memory_types is not None:
         conditions.append(Memory.memory_type.in_(memory_types))
     if not_after is not None:
         conditions.append(Memory.created_at <= not_after)
@@ -189,7 +216,28 @@ async def nearest_active(
     """Cosine neighbours among the namespace's active memories: exact by default (`_in_namespace`);
     through the ivfflat index when `approximate` (a large namespace, where the exact scan reads
     every row: its probes and iterative scan are set per connection)."""
-    conditions = _neighbour_conditions(namespace, memory_types=memory_types, exclude=exclude, not_after=not_after)
+    values: dict[str, Any] = {"namespace": namespace, "embedding": embedding, "limit": limit}
+    if exclude:
+        values["exclude"] = list(exclude)
+    if memory_types:
+        values["memory_types"] = list(memory_types)
+    if not_after is not None:
+        values["not_after"] = not_after
+    statement = _nearest_statement(approximate, frozenset(values))
+    return [(memory, float(similarity)) for memory, similarity in (await session.execute(statement, values)).all()]
+
+
+@lru_cache(maxsize=32)
+def _nearest_statement(approximate: bool, bound: frozenset[str]) -> Select:
+    """`nearest_active`'s statement, built once per shape (which filters are `bound`): a write
+    runs it every time."""
+    conditions = _neighbour_conditions(
+        bindparam("namespace", type_=Text),
+        memory_types=bindparam("memory_types", expanding=True) if "memory_types" in bound else None,
+        exclude=bindparam("exclude", expanding=True) if "exclude" in bound else None,
+        not_after=bindparam("not_after", type_=DateTime(timezone=True)) if "not_after" in bound else None,
+    )
+    embedding, limit = bindparam("embedding", type_=Vector()), bindparam("limit", type_=Integer)
     if approximate:
         distance = Memory.embedding.cosine_distance(embedding)
         nearest = select(Memory.id, (1 - distance).label("similarity")).where(*conditions).order_by(distance).limit(limit).subquery()
@@ -199,13 +247,12 @@ async def nearest_active(
         nearest = select(in_namespace.c.id, (1 - distance).label("similarity")).order_by(distance).limit(limit).subquery()
     # Fresh rows even for memories this session loaded before: a write compares their versions
     # with the ones its judge saw.
-    statement = (
+    return (
         select(Memory, nearest.c.similarity)
         .join(nearest, Memory.id == nearest.c.id)
         .order_by(nearest.c.similarity.desc())
         .execution_options(populate_existing=True)
     )
-    return [(memory, float(similarity)) for memory, similarity in (await session.execute(statement)).all()]
 
 
 async def nearest_active_each(
