@@ -579,14 +579,18 @@ async def read_for_review(session: AsyncSession, pending: list[Memory], *, conte
         return {}
     settings = context.settings
     namespace = pending[0].namespace
-    limit = max(settings.strong_trigger_candidates, settings.weak_trigger_candidates) + SCAN_SPARE
+    approximate = memories.namespace_size(session, namespace) > settings.neighbour_scan_exact_max
+    # Through the index, how deep the scan goes depends on its limit: it asks for what
+    # `triggered` would, so it finds the same candidates (fewer left after a supersede in this
+    # hold are read again there). An exact scan reads spare rows instead.
+    limit = max(settings.strong_trigger_candidates, settings.weak_trigger_candidates) + (0 if approximate else SCAN_SPARE)
     scans = await memories.nearest_active_each(
         session,
         namespace=namespace,
         probes=[memory.id for memory in pending],
         limit=limit,
         memory_types=repository.REVISABLE_TYPES,
-        approximate=memories.namespace_size(session, namespace) > settings.neighbour_scan_exact_max,
+        approximate=approximate,
     )
     embeddings = await memories.embeddings_of(session, list(scans))
     judged = await repository.judged_against(session, list(scans))
