@@ -1,21 +1,42 @@
 """Every SQL statement about memories, their versions and relations."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import ColumnElement, bindparam, delete, func, literal_column, or_, select, text, true, update
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Integer,
+    Select,
+    Text,
+    bindparam,
+    delete,
+    event,
+    func,
+    inspect,
+    literal_column,
+    or_,
+    select,
+    text,
+    true,
+    update,
+)
 from sqlalchemy import insert as insert_into
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session, SessionTransaction, aliased
 from sqlalchemy.orm.exc import StaleDataError
 
 from app.core.errors import NotFound, VersionConflict
 from app.memories.records import content_hash
-from app.models import Memory, MemoryRelation, MemoryVersion, NamespaceState, WriteRateCount, WriteRateFlag
+from app.models import Memory, MemoryRelation, MemoryVersion, NamespaceState, RevisionLog, WriteRateCount, WriteRateFlag
 from app.namespaces import tracking
 from app.text import lexemes
 
@@ -130,23 +151,55 @@ def unexpired(memory: type[Memory] = Memory, at: datetime | None = None) -> Colu
     return or_(memory.expires_at.is_(None), memory.expires_at > (func.now() if at is None else at))
 
 
-async def find_active_by_hash(
-    session: AsyncSession, *, namespace: str, content_hash: str, key: str | None
-) -> Memory | None:
-    """An active memory with this text; a keyed write only matches a memory with its key."""
-    statement = (
+@lru_cache(maxsize=2)
+def _by_hash_statement(keyed: bool) -> Select:
+    """`find_active_by_hash`'s statement, built once per shape (a write runs it every time)."""
+    return (
         select(Memory)
         .where(
-            Memory.namespace == namespace,
-            Memory.content_hash == content_hash,
-            true() if key is None else Memory.key == key,
+            Memory.namespace == bindparam("namespace", type_=Text),
+            Memory.content_hash == bindparam("content_hash", type_=Text),
+            Memory.key == bindparam("key", type_=Text) if keyed else true(),
             Memory.status == "active",
             unexpired(),
         )
         .order_by(Memory.created_at)
         .limit(1)
     )
-    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def find_active_by_hash(
+    session: AsyncSession, *, namespace: str, content_hash: str, key: str | None
+) -> Memory | None:
+    """An active memory with this text; a keyed write only matches a memory with its key."""
+    values = {"namespace": namespace, "content_hash": content_hash} | ({} if key is None else {"key": key})
+    return (await session.execute(_by_hash_statement(key is not None), values)).scalar_one_or_none()
+
+
+def _neighbour_conditions(
+    namespace: Any, *, memory_types: Any = None, exclude: Any = None, not_after: Any = None
+) -> list[ColumnElement[bool]]:
+    """Active memories of the namespace with a vector (and of `memory_types`, not in `exclude`,
+    no newer than `not_after`, where given): values or bound parameters."""
+    conditions = [Memory.namespace == namespace, Memory.status == "active", Memory.embedding.is_not(None), unexpired()]
+    if exclude is not None:
+        conditions.append(Memory.id.not_in(exclude))
+    if memory_types is not None:
+        conditions.append(Memory.memory_type.in_(memory_types))
+    if not_after is not None:
+        conditions.append(Memory.created_at <= not_after)
+    return conditions
+
+
+def _in_namespace(conditions: list[ColumnElement[bool]]) -> Any:
+    """The namespace's rows filtered first (materialised), so the ANN index cannot drop rows
+    from a small namespace: the exact scans read their neighbours from it."""
+    return (
+        select(Memory.id, Memory.embedding, Memory.created_at)
+        .where(*conditions)
+        .cte("in_namespace")
+        .prefix_with("MATERIALIZED")
+    )
 
 
 async def nearest_active(
@@ -160,38 +213,92 @@ async def nearest_active(
     not_after: datetime | None = None,
     approximate: bool = False,
 ) -> list[tuple[Memory, float]]:
-    """Cosine neighbours among the namespace's active memories: exact by default, the
-    namespace filtered first (materialised) so the ANN index cannot drop rows from a small
-    namespace; through the ivfflat index when `approximate` (a large namespace, where the exact
-    scan reads every row: its probes and iterative scan are set per connection)."""
-    conditions = [Memory.namespace == namespace, Memory.status == "active", Memory.embedding.is_not(None), unexpired()]
+    """Cosine neighbours among the namespace's active memories: exact by default (`_in_namespace`);
+    through the ivfflat index when `approximate` (a large namespace, where the exact scan reads
+    every row: its probes and iterative scan are set per connection)."""
+    values: dict[str, Any] = {"namespace": namespace, "embedding": embedding, "limit": limit}
     if exclude:
-        conditions.append(Memory.id.not_in(exclude))
+        values["exclude"] = list(exclude)
     if memory_types:
-        conditions.append(Memory.memory_type.in_(memory_types))
+        values["memory_types"] = list(memory_types)
     if not_after is not None:
-        conditions.append(Memory.created_at <= not_after)
+        values["not_after"] = not_after
+    statement = _nearest_statement(approximate, frozenset(values))
+    return [(memory, float(similarity)) for memory, similarity in (await session.execute(statement, values)).all()]
+
+
+@lru_cache(maxsize=32)
+def _nearest_statement(approximate: bool, bound: frozenset[str]) -> Select:
+    """`nearest_active`'s statement, built once per shape (which filters are `bound`): a write
+    runs it every time."""
+    conditions = _neighbour_conditions(
+        bindparam("namespace", type_=Text),
+        memory_types=bindparam("memory_types", expanding=True) if "memory_types" in bound else None,
+        exclude=bindparam("exclude", expanding=True) if "exclude" in bound else None,
+        not_after=bindparam("not_after", type_=DateTime(timezone=True)) if "not_after" in bound else None,
+    )
+    embedding, limit = bindparam("embedding", type_=Vector()), bindparam("limit", type_=Integer)
     if approximate:
         distance = Memory.embedding.cosine_distance(embedding)
         nearest = select(Memory.id, (1 - distance).label("similarity")).where(*conditions).order_by(distance).limit(limit).subquery()
     else:
-        in_namespace = (
-            select(Memory.id, Memory.embedding)
-            .where(*conditions)
-            .cte("in_namespace")
-            .prefix_with("MATERIALIZED")
-        )
+        in_namespace = _in_namespace(conditions)
         distance = in_namespace.c.embedding.cosine_distance(embedding)
         nearest = select(in_namespace.c.id, (1 - distance).label("similarity")).order_by(distance).limit(limit).subquery()
     # Fresh rows even for memories this session loaded before: a write compares their versions
     # with the ones its judge saw.
-    statement = (
+    return (
         select(Memory, nearest.c.similarity)
         .join(nearest, Memory.id == nearest.c.id)
         .order_by(nearest.c.similarity.desc())
         .execution_options(populate_existing=True)
     )
-    return [(memory, float(similarity)) for memory, similarity in (await session.execute(statement)).all()]
+
+
+async def nearest_active_each(
+    session: AsyncSession,
+    *,
+    namespace: str,
+    probes: Sequence[UUID],
+    limit: int,
+    memory_types: Sequence[str],
+    approximate: bool = False,
+) -> dict[UUID, list[tuple[Memory, float]]]:
+    """What `nearest_active` gives each of several memories of the namespace (its own vector;
+    its neighbours exclude it and anything newer), for all of them in two statements: the
+    neighbour ids, then their rows (fresh, as there) with the probes'. A probe that is no longer
+    active, or has no vector, is absent."""
+    probe = aliased(Memory, name="probe")
+    conditions = _neighbour_conditions(namespace, memory_types=memory_types)
+    if approximate:
+        distance = Memory.embedding.cosine_distance(probe.embedding)
+        near = select(Memory.id, (1 - distance).label("similarity")).where(
+            *conditions, Memory.id != probe.id, Memory.created_at <= probe.created_at
+        )
+    else:
+        in_namespace = _in_namespace(conditions)
+        distance = in_namespace.c.embedding.cosine_distance(probe.embedding)
+        near = select(in_namespace.c.id, (1 - distance).label("similarity")).where(
+            in_namespace.c.id != probe.id, in_namespace.c.created_at <= probe.created_at
+        )
+    nearest = near.order_by(distance).limit(limit).lateral("nearest")
+    statement = (
+        select(probe.id, nearest.c.id, nearest.c.similarity)
+        .select_from(probe)
+        .outerjoin(nearest, true())
+        .where(probe.id.in_(probes), probe.status == "active", probe.embedding.is_not(None))
+        .order_by(probe.id, nearest.c.similarity.desc())
+    )
+    pairs = (await session.execute(statement)).all()
+    wanted = {probe_id for probe_id, _, _ in pairs} | {neighbour for _, neighbour, _ in pairs if neighbour is not None}
+    rows = await session.execute(select(Memory).where(Memory.id.in_(wanted)).execution_options(populate_existing=True))
+    loaded = {memory.id: memory for memory in rows.scalars()}
+    found: dict[UUID, list[tuple[Memory, float]]] = {}
+    for probe_id, neighbour, similarity in pairs:
+        near_rows = found.setdefault(probe_id, [])
+        if neighbour is not None:
+            near_rows.append((loaded[neighbour], float(similarity)))
+    return found
 
 
 async def insert(session: AsyncSession, memory: Memory) -> Memory:
@@ -236,20 +343,21 @@ async def insert_many(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> 
         tracking.count_stored(session, namespace, sum(row["namespace"] == namespace for row in rows))
 
 
-async def add_version(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> None:
-    """Record the memory as it now is. `at` is when the change took effect (a write's own
-    time for imports and revisions it causes); `as_of` search reads statuses by it."""
-    session.add(
-        MemoryVersion(
-            memory_id=memory.id,
-            version=memory.version,
-            content=memory.content,
-            status=memory.status,
-            changed_by=changed_by,
-            snapshot=snapshot_of(memory),
-            created_at=at or datetime.now(timezone.utc),
-        )
-    )  # written with the session's next flush, with the write's other rows
+def add_version(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> None:
+    """Record the memory as it now is (written behind: `write_behind`). `at` is when the change
+    took effect (a write's own time for imports and revisions it causes); `as_of` search reads
+    statuses by it."""
+    _behind(session).rows[_VERSIONS].append(
+        {
+            "memory_id": memory.id,
+            "version": memory.version,
+            "content": memory.content,
+            "status": memory.status,
+            "changed_by": changed_by,
+            "snapshot": snapshot_of(memory),
+            "created_at": at or datetime.now(timezone.utc),
+        }
+    )
 
 
 async def get(session: AsyncSession, memory_id: UUID, *, for_update: bool = False) -> Memory | None:
@@ -318,10 +426,11 @@ async def save_changes(session: AsyncSession, changed: Sequence[Memory], *, chan
     except StaleDataError as error:
         raise VersionConflict(f"one of the memories {', '.join(map(str, ids))} was changed by another writer; read it again") from error
     for memory in changed:
-        await add_version(session, memory, changed_by=changed_by, at=at)
+        add_version(session, memory, changed_by=changed_by, at=at)
 
 
 async def versions(session: AsyncSession, memory_id: UUID) -> list[MemoryVersion]:
+    await write_behind(session)
     statement = select(MemoryVersion).where(MemoryVersion.memory_id == memory_id).order_by(MemoryVersion.version)
     return list((await session.execute(statement)).scalars())
 
@@ -356,6 +465,7 @@ async def chain(session: AsyncSession, memory_id: UUID, *, direction: str) -> li
 
 async def relations(session: AsyncSession, memory_id: UUID) -> list[tuple[MemoryRelation, bool]]:
     """The memory's edges, each with whether it starts at this memory."""
+    await write_behind(session)
     statement = (
         select(MemoryRelation)
         .where((MemoryRelation.from_memory_id == memory_id) | (MemoryRelation.to_memory_id == memory_id))
@@ -431,3 +541,100 @@ async def write_flags(session: AsyncSession, *, namespace: str | None, limit: in
     if namespace is not None:
         statement = statement.where(WriteRateFlag.namespace == namespace)
     return list((await session.execute(statement)).scalars())
+
+
+# --- rows written behind -------------------------------------------------------------------------
+# A change's version row, a judgement's log row and a revision's edges are read back by nothing
+# the same transaction does next (what reads them writes them first), so they are held and written
+# together, one statement a table, instead of one or two statements a change: when a repository
+# function that reads them runs (`write_behind`), and when the transaction commits. A savepoint
+# that rolls back forgets the rows held inside it, and writes again the older ones it had written.
+
+_BEHIND = "hindsight.behind"
+_LOGS, _VERSIONS, _EDGES = range(3)  # in foreign-key order: an edge points to its revision's log row
+
+
+@dataclass(slots=True)
+class _Behind:
+    # Held rows per kind, and how many of each are written. A log row is read as it is when
+    # written: the actions that settle it run before anything writes it.
+    rows: tuple[list[Any], list[Any], list[Any]] = field(default_factory=lambda: ([], [], []))
+    written: list[int] = field(default_factory=lambda: [0, 0, 0])
+    savepoints: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)  # (held, written) as each began
+
+
+def _behind(session: Session | AsyncSession) -> _Behind:
+    return session.info.setdefault(_BEHIND, _Behind())
+
+
+def hold_log(session: AsyncSession, revision: RevisionLog) -> None:
+    _behind(session).rows[_LOGS].append(revision)
+
+
+def hold_edge(session: AsyncSession, *, source: UUID, target: UUID, kind: str, revision_id: UUID | None) -> None:
+    """A relation edge; an edge that already exists is kept as it is."""
+    _behind(session).rows[_EDGES].append({"from_memory_id": source, "to_memory_id": target, "type": kind, "revision_id": revision_id})
+
+
+async def write_behind(session: AsyncSession) -> None:
+    """Write the rows held so far."""
+    behind = session.info.get(_BEHIND)
+    if behind is not None and any(len(rows) > written for rows, written in zip(behind.rows, behind.written, strict=True)):
+        await session.run_sync(_write_behind)
+
+
+_LOG_COLUMNS = [(attribute.key, attribute.columns[0].name) for attribute in inspect(RevisionLog).column_attrs]
+# Sent with a list of rows: with RETURNING, SQLAlchemy sends them as multi-row statements of up
+# to 1,000 rows from one compiled form (its "insertmanyvalues"), where a statement built with
+# .values(rows) is compiled anew for every count of rows (about 10 ms each).
+_LOG_TABLE, _VERSION_TABLE, _EDGE_TABLE = RevisionLog.__table__, MemoryVersion.__table__, MemoryRelation.__table__
+_INSERTS = (
+    pg_insert(_LOG_TABLE).returning(_LOG_TABLE.c.id),
+    pg_insert(_VERSION_TABLE).returning(_VERSION_TABLE.c.id),
+    pg_insert(_EDGE_TABLE).on_conflict_do_nothing(constraint="uq_memory_relations_edge").returning(_EDGE_TABLE.c.id),
+)
+
+
+def _write_behind(session: Session) -> None:
+    behind = session.info.get(_BEHIND)
+    if behind is None:
+        return
+    if session.new or session.dirty or session.deleted:
+        session.flush()  # the memories the rows point to
+    for kind in range(len(_INSERTS)):
+        rows = behind.rows[kind][behind.written[kind] :]
+        if kind == _LOGS:
+            rows = [{column: getattr(revision, key) for key, column in _LOG_COLUMNS} for revision in rows]
+        if rows:
+            session.execute(_INSERTS[kind], rows)
+        behind.written[kind] = len(behind.rows[kind])
+
+
+@event.listens_for(Session, "after_transaction_create")
+def _note_savepoint(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.nested:
+        behind = _behind(session)
+        behind.savepoints[id(transaction)] = ([len(rows) for rows in behind.rows], list(behind.written))
+
+
+@event.listens_for(Session, "before_commit")
+def _write_on_commit(session: Session) -> None:
+    if not session.in_nested_transaction():
+        _write_behind(session)
+        session.info.pop(_BEHIND, None)
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _forget_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
+    behind = session.info.get(_BEHIND)
+    if behind is None:
+        return
+    if not session.in_transaction():
+        session.info.pop(_BEHIND)
+        return
+    began = behind.savepoints.pop(id(previous_transaction), None)
+    if began is not None:
+        held, written = began
+        for rows, count in zip(behind.rows, held, strict=True):
+            del rows[count:]
+        behind.written = written

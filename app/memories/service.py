@@ -33,7 +33,17 @@ from app.memories.schemas import (
 from app.memories.sensitive import refuse_sensitive
 from app.models import Memory, MemoryRelation
 from app.namespaces import tracking
-from app.revisions.service import Context, Ruled, Scan, Triggered, find_triggers, revise_new_memory, rule, still_holds
+from app.revisions.service import (
+    SCAN_SPARE,
+    Context,
+    Ruled,
+    Scan,
+    Triggered,
+    find_triggers,
+    revise_new_memory,
+    rule,
+    still_holds,
+)
 
 
 @dataclass(slots=True)
@@ -85,9 +95,6 @@ def _new_memory(request: MemoryWrite, *, embedding: np.ndarray, model: str, sett
     return memory
 
 
-_SCAN_SPARE = 8
-
-
 @dataclass(frozen=True, slots=True)
 class _Unjudged:
     """The memory has candidates that no ruling still holds for: the caller releases the
@@ -117,9 +124,8 @@ async def _store_locked(
         if new.expires_at is not None:
             new.expires_at += now - new.created_at
         new.created_at = new.updated_at = now
-    # One neighbour scan for deduplication and the triggers, a few rows more than the triggers
-    # need: rows of other types or later times are skipped there.
-    limit = max(context.settings.strong_trigger_candidates, context.settings.weak_trigger_candidates) + _SCAN_SPARE
+    # One neighbour scan for deduplication and the triggers (SCAN_SPARE rows more than they need).
+    limit = max(context.settings.strong_trigger_candidates, context.settings.weak_trigger_candidates) + SCAN_SPARE
     rows = await repository.nearest_active(
         session,
         namespace=request.namespace,
@@ -140,7 +146,7 @@ async def _store_locked(
         if triggers.candidates and slow and not last and not still_holds(ruled, triggers.candidates):
             return _Unjudged(new, triggers.candidates)
     memory = await repository.insert(session, new)
-    await repository.add_version(session, memory, changed_by="api", at=memory.created_at)
+    repository.add_version(session, memory, changed_by="api", at=memory.created_at)
     if context.defer is not None:
         await context.defer(session, memory.id)  # async mode: the worker revises it once this commits
         revisions = []

@@ -14,7 +14,7 @@ from app.memories import repository as memories
 from app.memories.sensitive import refuse_sensitive
 from app.models import Memory, RevisionLog
 from app.revisions import repository
-from app.revisions.service import Context, apply, log_revision, revise_stored, tag
+from app.revisions.service import Context, Reviewed, apply, log_revision, read_for_review, revise_reviewed, revise_stored, tag
 
 
 async def _memory(session: AsyncSession, memory_id: UUID | None) -> Memory:
@@ -196,31 +196,43 @@ async def rollback(
     return revision, restored
 
 
+# A review reads the candidates of this many memories at once: enough to save most statements,
+# few enough that what a merge or a let-go lock makes it read again stays small.
+_REVIEW_READ = 10
+
+
 async def review(
     session: AsyncSession, *, namespace: str, since: datetime | None, limit: int, context: Context
 ) -> tuple[list[RevisionLog], int]:
     """Periodic trigger: judge the namespace's recent memories against older ones, in one pass.
     What each judgement applies is committed before the next judge is asked: the namespace lock
     is released while the judge thinks (revise_stored), and at least every
-    settings.batch_lock_seconds, so writes to the namespace never wait for the whole pass."""
+    settings.batch_lock_seconds, so writes to the namespace never wait for the whole pass. The
+    candidates of the next few memories are read together (read_for_review), again whenever the
+    lock was let go or a merge stored a memory they may have to see."""
     await memories.lock_namespace(session, namespace)
     recent = await repository.recent_revisable(session, namespace=namespace, since=since, limit=limit)
     pending = list(reversed(recent))  # oldest first, as they were written
-    embeddings = await memories.embeddings_of(session, [memory.id for memory in pending])
     revisions: list[RevisionLog] = []
+    found: dict[UUID, Reviewed | None] | None = None
     held_since = time.monotonic()
     for position, memory in enumerate(pending):
         if time.monotonic() - held_since > context.settings.batch_lock_seconds:
-            await session.commit()  # lets the namespace go; revise_stored takes it again
+            await session.commit()  # lets the namespace go
             await memories.lock_namespace(session, namespace)
-            # Read again under the lock: a memory revised meanwhile has a new vector.
-            embeddings = await memories.embeddings_of(session, [later.id for later in pending[position:]])
-            held_since = time.monotonic()
-        embedding = embeddings.get(memory.id)
-        if embedding is None:
-            continue
-        # Skips what was superseded earlier in this pass.
-        revisions += await revise_stored(session, memory, embedding=embedding, context=context, periodic=True)
+            found, held_since = None, time.monotonic()
+        if found is None or memory.id not in found:
+            found = await read_for_review(session, pending[position : position + _REVIEW_READ], context=context)
+        reviewed = found[memory.id]
+        if reviewed is None:
+            continue  # no longer active
+        judged = await revise_reviewed(session, memory, reviewed, context=context)
+        if judged is None:  # a slow judge: asked with the lock released, what was read is stale
+            judged = await revise_stored(session, memory, embedding=reviewed.embedding, context=context, periodic=True)
+            found, held_since = None, time.monotonic()
+        elif any(revision.merged_memory_id for revision in judged):
+            found = None
+        revisions += judged
     return revisions, len(recent)
 
 

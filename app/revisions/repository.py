@@ -1,14 +1,16 @@
-"""SQL of revisions: the log, relations, candidates and the versions a revision wrote."""
+"""SQL of revisions: the log, relations, candidates and the versions a revision wrote. Log rows
+and edges are written behind (app.memories.repository): a reader here writes them first."""
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
 from sqlalchemy import and_, delete, exists, func, or_, select
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.memories import repository as memories
 from app.models import Memory, MemoryRelation, MemoryVersion, RevisionLog
 
 REVISABLE_TYPES = ("semantic", "working")
@@ -28,17 +30,18 @@ async def active_with_key(
 
 
 def add(session: AsyncSession, **fields: Any) -> RevisionLog:
-    """A new log row, written with the session's next flush (with the other rows of a write,
-    in as few statements as it can): its id and time are set here, not by the database."""
+    """A new log row, written behind (app.memories.repository.write_behind) with the other rows
+    of the transaction: its id and time are set here, not by the database."""
     fields.setdefault("id", uuid.uuid4())
     fields.setdefault("created_at", datetime.now(timezone.utc))
     fields.setdefault("reason", "")
     revision = RevisionLog(**fields)
-    session.add(revision)
+    memories.hold_log(session, revision)
     return revision
 
 
 async def get(session: AsyncSession, revision_id: UUID, *, for_update: bool = False) -> RevisionLog | None:
+    await memories.write_behind(session)
     statement = select(RevisionLog).where(RevisionLog.id == revision_id)
     if for_update:
         statement = statement.with_for_update()
@@ -48,6 +51,7 @@ async def get(session: AsyncSession, revision_id: UUID, *, for_update: bool = Fa
 async def listing(
     session: AsyncSession, *, namespace: str | None, status: str | None, limit: int
 ) -> list[RevisionLog]:
+    await memories.write_behind(session)
     statement = select(RevisionLog).order_by(RevisionLog.created_at.desc()).limit(limit)
     if namespace is not None:
         statement = statement.where(RevisionLog.namespace == namespace)
@@ -57,50 +61,38 @@ async def listing(
 
 
 async def pending_for(session: AsyncSession, memory_id: UUID, *, exclude: UUID) -> int:
+    await memories.write_behind(session)
     statement = select(func.count()).select_from(RevisionLog).where(
         RevisionLog.new_memory_id == memory_id, RevisionLog.status == "pending", RevisionLog.id != exclude
     )
     return int(await session.scalar(statement) or 0)
 
 
-class Edges:
-    """Relation edges a revision run adds, written together in one statement (`write`) rather
-    than one each: a write's judgements add an edge per candidate."""
-
-    def __init__(self) -> None:
-        self._rows: list[dict[str, Any]] = []
-
-    def add(self, *, source: UUID, target: UUID, kind: str, revision_id: UUID | None) -> None:
-        self._rows.append({"from_memory_id": source, "to_memory_id": target, "type": kind, "revision_id": revision_id})
-
-    async def write(self, session: AsyncSession) -> None:
-        """Flush what the edges point to (log rows, merged memories), then add the edges; an edge
-        that already exists is kept as it is."""
-        await session.flush()
-        if self._rows:
-            statement = insert(MemoryRelation).values(self._rows).on_conflict_do_nothing(constraint="uq_memory_relations_edge")
-            self._rows = []
-            await session.execute(statement)
-
-
-async def judged_against(session: AsyncSession, memory_id: UUID) -> set[UUID]:
-    """Older memories this memory has already been judged against."""
-    statement = select(RevisionLog.old_memory_id).where(
-        RevisionLog.new_memory_id == memory_id, RevisionLog.old_memory_id.is_not(None)
+async def judged_against(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, set[UUID]]:
+    """For each memory, the older memories it has already been judged against (one statement)."""
+    await memories.write_behind(session)
+    statement = select(RevisionLog.new_memory_id, RevisionLog.old_memory_id).where(
+        RevisionLog.new_memory_id.in_(memory_ids), RevisionLog.old_memory_id.is_not(None)
     )
-    return set((await session.execute(statement)).scalars())
+    judged: dict[UUID, set[UUID]] = {memory_id: set() for memory_id in memory_ids}
+    for new_id, old_id in await session.execute(statement):
+        judged[new_id].add(old_id)
+    return judged
 
 
 async def unlink_revision(session: AsyncSession, revision_id: UUID) -> None:
+    await memories.write_behind(session)
     await session.execute(delete(MemoryRelation).where(MemoryRelation.revision_id == revision_id))
 
 
 async def versions_written_by(session: AsyncSession, tag: str) -> list[MemoryVersion]:
+    await memories.write_behind(session)
     statement = select(MemoryVersion).where(MemoryVersion.changed_by == tag).order_by(MemoryVersion.id)
     return list((await session.execute(statement)).scalars())
 
 
 async def version_before(session: AsyncSession, memory_id: UUID, version: int) -> MemoryVersion | None:
+    await memories.write_behind(session)
     statement = (
         select(MemoryVersion)
         .where(MemoryVersion.memory_id == memory_id, MemoryVersion.version < version)
@@ -127,6 +119,7 @@ async def recent_revisable(
 async def replaced_by(session: AsyncSession, memory_id: UUID) -> list[Memory]:
     """Memories this one superseded as their update or merge (not restatements folded into
     it), locked for the change."""
+    await memories.write_behind(session)
     folded = exists().where(
         RevisionLog.decision == "DUPLICATE",
         RevisionLog.status == "applied",

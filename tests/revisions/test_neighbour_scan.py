@@ -103,3 +103,37 @@ async def test_a_write_in_a_large_namespace_finds_its_candidates_through_the_ind
     with _Scans(engine) as scans:
         await write(client, "User has a cat.", namespace="scan:small")
     assert scans.exact >= 1 and scans.approximate == 0
+
+
+async def test_the_scan_of_several_memories_gives_each_what_its_own_scan_gives(db_session):
+    """A review reads the neighbours of several memories in one statement: per memory, the
+    rows and order of its own scan (nothing newer than it, not itself), exact and through the
+    index; a memory no longer active is left out."""
+    namespace = "scan:each"
+    vectors = _unit(np.random.default_rng(5), BULK)
+    rows = _bulk_rows(namespace, vectors)
+    await repository.insert_many(db_session, rows)
+    gone = (await repository.get_many(db_session, [rows[3]["id"]]))[rows[3]["id"]]
+    gone.status = "superseded"
+    await repository.save_change(db_session, gone, changed_by="test")
+    probes = [rows[index]["id"] for index in (3, 5, 20, 39)]
+    for approximate in (False, True):
+        each = await repository.nearest_active_each(
+            db_session, namespace=namespace, probes=probes, limit=6, memory_types=("semantic",), approximate=approximate
+        )
+        assert set(each) == set(probes[1:])
+        for index in (5, 20, 39):
+            own = await repository.nearest_active(
+                db_session,
+                namespace=namespace,
+                embedding=vectors[index],
+                limit=6,
+                exclude=[rows[index]["id"]],
+                memory_types=("semantic",),
+                not_after=rows[index]["created_at"],
+                approximate=approximate,
+            )
+            found = each[rows[index]["id"]]
+            assert [memory.id for memory, _ in found] == [memory.id for memory, _ in own]
+            assert np.allclose([s for _, s in found], [s for _, s in own], atol=1e-6)
+        assert len(each[rows[5]["id"]]) == 4  # only five memories are older, one of them superseded
