@@ -31,8 +31,10 @@ from sqlalchemy import insert as insert_into
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session, SessionTransaction, aliased
+from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, aliased
 from sqlalchemy.orm.exc import StaleDataError
+from sqlalchemy.sql import TextClause
+from sqlalchemy.sql.util import find_tables
 
 from app.core.errors import NotFound, VersionConflict
 from app.memories.records import content_hash
@@ -547,8 +549,10 @@ async def write_flags(session: AsyncSession, *, namespace: str | None, limit: in
 # A change's version row, a judgement's log row and a revision's edges are read back by nothing
 # the same transaction does next (what reads them writes them first), so they are held and written
 # together, one statement a table, instead of one or two statements a change: when a repository
-# function that reads them runs (`write_behind`), and when the transaction commits. A savepoint
-# that rolls back forgets the rows held inside it, and writes again the older ones it had written.
+# function that reads them runs (`write_behind`), before any other statement that touches their
+# tables (a purge's redaction, raw SQL), and when the transaction commits. A savepoint that ends
+# without committing (a rollback, or a failed flush that rolled it back) forgets the rows held
+# inside it, and writes again the older ones it had written.
 
 _BEHIND = "hindsight.behind"
 _LOGS, _VERSIONS, _EDGES = range(3)  # in foreign-key order: an edge points to its revision's log row
@@ -560,7 +564,8 @@ class _Behind:
     # written: the actions that settle it run before anything writes it.
     rows: tuple[list[Any], list[Any], list[Any]] = field(default_factory=lambda: ([], [], []))
     written: list[int] = field(default_factory=lambda: [0, 0, 0])
-    savepoints: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)  # (held, written) as each began
+    savepoints: dict[Any, tuple[list[int], list[int]]] = field(default_factory=dict)  # (held, written) as each began
+    writing: bool = False
 
 
 def _behind(session: Session | AsyncSession) -> _Behind:
@@ -597,8 +602,16 @@ _INSERTS = (
 
 def _write_behind(session: Session) -> None:
     behind = session.info.get(_BEHIND)
-    if behind is None:
+    if behind is None or behind.writing:
         return
+    behind.writing = True
+    try:
+        _write_held(session, behind)
+    finally:
+        behind.writing = False
+
+
+def _write_held(session: Session, behind: "_Behind") -> None:
     if session.new or session.dirty or session.deleted:
         session.flush()  # the memories the rows point to
     for kind in range(len(_INSERTS)):
@@ -608,13 +621,38 @@ def _write_behind(session: Session) -> None:
         if rows:
             session.execute(_INSERTS[kind], rows)
         behind.written[kind] = len(behind.rows[kind])
+    if not behind.savepoints:
+        # No savepoint can roll back to before them: written rows (full snapshots, a judge's
+        # prompt and answer) need not stay in memory for the rest of a long transaction.
+        for rows in behind.rows:
+            rows.clear()
+        behind.written = [0, 0, 0]
+
+
+_HELD_TABLES = (_LOG_TABLE.name, _VERSION_TABLE.name, _EDGE_TABLE.name)
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _write_before_touching(state: ORMExecuteState) -> None:
+    """Any statement of the session that reads or changes a table rows are held for (a purge's
+    redaction, a raw UPDATE) sees them: written first, as autoflush does for the ORM's rows."""
+    behind = state.session.info.get(_BEHIND)
+    if behind is None or behind.writing or all(len(rows) == written for rows, written in zip(behind.rows, behind.written, strict=True)):
+        return
+    statement = state.statement
+    if isinstance(statement, TextClause):
+        touches = any(name in statement.text for name in _HELD_TABLES)
+    else:
+        touches = any(getattr(table, "name", None) in _HELD_TABLES for table in find_tables(statement, include_crud=True, include_joins=True))
+    if touches:
+        _write_behind(state.session)
 
 
 @event.listens_for(Session, "after_transaction_create")
 def _note_savepoint(session: Session, transaction: SessionTransaction) -> None:
     if transaction.nested:
         behind = _behind(session)
-        behind.savepoints[id(transaction)] = ([len(rows) for rows in behind.rows], list(behind.written))
+        behind.savepoints[transaction] = ([len(rows) for rows in behind.rows], list(behind.written))
 
 
 @event.listens_for(Session, "before_commit")
@@ -624,15 +662,25 @@ def _write_on_commit(session: Session) -> None:
         session.info.pop(_BEHIND, None)
 
 
-@event.listens_for(Session, "after_soft_rollback")
-def _forget_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
+@event.listens_for(Session, "after_commit")
+def _keep_released(session: Session) -> None:
+    # A savepoint released: what it held stays held (the transaction it is part of decides).
+    behind = session.info.get(_BEHIND)
+    if behind is not None and session.in_nested_transaction():
+        behind.savepoints.pop(session.get_nested_transaction(), None)
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_ended(session: Session, transaction: SessionTransaction) -> None:
+    """Any way a transaction ends without committing (rollback(), a failed flush that rolled the
+    savepoint back and only closes it, close()) forgets what it held."""
     behind = session.info.get(_BEHIND)
     if behind is None:
         return
-    if not session.in_transaction():
-        session.info.pop(_BEHIND)
+    if transaction.parent is None:
+        session.info.pop(_BEHIND, None)
         return
-    began = behind.savepoints.pop(id(previous_transaction), None)
+    began = behind.savepoints.pop(transaction, None)
     if began is not None:
         held, written = began
         for rows, count in zip(behind.rows, held, strict=True):

@@ -28,4 +28,4 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute("ALTER TABLE memories ALTER COLUMN embedding SET STORAGE EXTENDED")
+    op.execute("ALTER TABLE memories ALTER COLUMN embedding SET STORAGE EXTERNAL")  # pgvector's default

