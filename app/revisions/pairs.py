@@ -5,7 +5,7 @@ and how close their embeddings are."""
 import os
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from app.revisions.signals import Signals, read
 from app.revisions.values import Value, times_agree
@@ -34,6 +34,8 @@ _AFTER_CUE_CHARS = 12
 # A Latin name a Chinese sentence opens on ("order-center 的配置…"): its topic.
 _LEADING_NAME = re.compile(r"\s*([A-Za-z][\w.+#-]*)\s*[^\x00-\x7f]")
 _ANTONYMS = [(stem(a) if a.isascii() else a, stem(b) if b.isascii() else b) for a, b in lexicon("antonyms").pairs()]
+_EN_ANTONYM_WORDS = frozenset(word for pair in _ANTONYMS for word in pair if word.isascii())
+_ZH_ANTONYM_WORDS = frozenset(word for pair in _ANTONYMS for word in pair if not word.isascii())
 
 
 def terms_match(a: str, b: str) -> bool:
@@ -41,6 +43,9 @@ def terms_match(a: str, b: str) -> bool:
     a long beginning (intolerant/intolerance)."""
     if a == b:
         return True
+    # Both ways of matching need the first four characters in common: most pairs stop here.
+    if a[:4] != b[:4]:
+        return False
     short, long = sorted((a, b), key=len)
     if len(short) < 4 or not short.isascii():
         return False
@@ -51,9 +56,25 @@ def terms_match(a: str, b: str) -> bool:
     return common >= 6 and common >= 0.85 * len(short)
 
 
+@lru_cache(maxsize=4096)
+def _by_opening(terms: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Terms grouped by their first four characters (cached: one text's terms are looked up
+    for every candidate and every rule)."""
+    groups: dict[str, list[str]] = {}
+    for term in terms:
+        groups.setdefault(term[:4], []).append(term)
+    return {opening: tuple(group) for opening, group in groups.items()}
+
+
+def _candidates(term: str, others: frozenset[str]) -> tuple[str, ...]:
+    """The only others that may match a term (see terms_match): those opening on its first
+    four characters, the term itself among them."""
+    return _by_opening(others).get(term[:4], ())
+
+
 def in_terms(term: str, others: frozenset[str]) -> bool:
     """Whether a term matches any of the others (see terms_match)."""
-    return any(terms_match(term, other) for other in others)
+    return any(terms_match(term, other) for other in _candidates(term, others))
 
 
 def _by_kind(values: frozenset[Value]) -> dict[str, set[str]]:
@@ -78,6 +99,15 @@ def _any_agree(kind: str, a: set[str], b: set[str]) -> bool:
     return any(_agree(kind, x, y) for x in a for y in b)
 
 
+def _antonym_words(signals: Signals) -> frozenset[str]:
+    """The antonym lexicon's words a text holds: an English stem among its terms, a Chinese
+    word anywhere in its text (looked up once per text, not once per lexicon pair)."""
+    found = _EN_ANTONYM_WORDS & signals.terms
+    if signals.text.isascii():
+        return found
+    return found | {word for word in _ZH_ANTONYM_WORDS if word in signals.text}
+
+
 @dataclass(frozen=True)
 class Pair:
     """A new memory and one older candidate, as the rules see them."""
@@ -100,7 +130,7 @@ class Pair:
         ("Apple" the brand, "apple" the fruit)."""
         return frozenset(
             term for term in self.new.terms
-            if any(terms_match(term, other) and not self._case_differs(term, other) for other in self.old.terms)
+            if any(terms_match(term, other) and not self._case_differs(term, other) for other in _candidates(term, self.old.terms))
         )
 
     def _case_differs(self, term: str, other: str) -> bool:
@@ -148,15 +178,15 @@ class Pair:
     @cached_property
     def antonym(self) -> tuple[str, str] | None:
         """A pair of opposite words, one in each text."""
+        new_words = _antonym_words(self.new)
+        if not new_words:
+            return None
+        old_words = _antonym_words(self.old)
         for a, b in _ANTONYMS:
             for first, second in ((a, b), (b, a)):
-                if self._has(self.new, first) and self._has(self.old, second) and not self._has(self.new, second):
+                if first in new_words and second in old_words and second not in new_words:
                     return first, second
         return None
-
-    @staticmethod
-    def _has(signals: Signals, word: str) -> bool:
-        return word in signals.terms if word.isascii() else word in signals.text
 
     @cached_property
     def different_subjects(self) -> bool:

@@ -1,0 +1,49 @@
+"""Term matching between two texts: the grouped look-up finds exactly what comparing a term
+with every other term finds, and the antonym rule reads both languages."""
+
+import pytest
+
+from app.revisions.pairs import Pair, in_terms, terms_match
+from app.revisions.signals import read
+
+# Stems sharing openings of every length, short words, Chinese bigrams and a non-ASCII word.
+VOCABULARY = frozenset(
+    "smok smoke smoker intolerant intolerance intoler int into cat cats catalog catalogu "
+    "databas databases data run runn running 咖啡 啡因 咖喱 café cafés".split()
+)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "match"),
+    [
+        ("smok", "smoke", True),
+        ("intolerant", "intolerance", True),
+        ("catalog", "catalogu", True),
+        ("cat", "cats", False),  # too short to extend
+        ("data", "databas", False),  # too long an ending
+        ("咖啡", "咖喱", False),
+        ("café", "cafés", False),  # only ASCII stems extend
+    ],
+)
+def test_terms_match(a: str, b: str, match: bool) -> None:
+    assert terms_match(a, b) is match
+    assert terms_match(b, a) is match
+
+
+def test_grouped_lookup_finds_what_comparing_with_every_term_finds() -> None:
+    for size in (1, 3, len(VOCABULARY)):
+        others = frozenset(sorted(VOCABULARY)[:size])
+        for term in [*VOCABULARY, "smoked", "咖啡店", "x"]:
+            assert in_terms(term, others) is any(terms_match(term, other) for other in others), (term, sorted(others))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "words"),
+    [
+        ("The store opens early.", "The store closes early.", ("clos", "open")),
+        ("用户喜欢爵士乐。", "用户讨厌爵士乐。", ("讨厌", "喜欢")),
+        ("The store opens early.", "The store opens and closes early.", None),  # both words in the new one
+    ],
+)
+def test_antonyms_in_either_language(old: str, new: str, words: tuple[str, str] | None) -> None:
+    assert Pair(read(new), read(old), 0.9).antonym == words
