@@ -205,14 +205,6 @@ async def set_dim(connection: AsyncConnection, table: VectorTable, dim: int) -> 
     """Only for a column holding no vector: the type changes without a rewrite of any value."""
     await connection.execute(text(f"ALTER TABLE {table.name} ALTER COLUMN embedding TYPE vector({int(dim)})"))
     await connection.execute(text(f"ALTER TABLE {table.name} DROP COLUMN IF EXISTS {STAGED}"))
-    await _vectors_in_row(connection, table)
-
-
-async def _vectors_in_row(connection: AsyncConnection, table: VectorTable) -> None:
-    """A new or retyped column takes pgvector's default storage (out of the row): memories keep
-    their vectors in the row, for the exact neighbour scans (migration 14b)."""
-    if table.name == "memories":
-        await connection.execute(text("ALTER TABLE memories ALTER COLUMN embedding SET STORAGE MAIN"))
 
 
 async def add_staging(connection: AsyncConnection, table: VectorTable, dim: int) -> None:
@@ -295,7 +287,6 @@ async def swap_staged(connection: AsyncConnection, table: VectorTable, *, model:
     )
     await connection.execute(text(f"ALTER TABLE {table.name} DROP COLUMN embedding"))
     await connection.execute(text(f"ALTER TABLE {table.name} RENAME COLUMN {STAGED} TO embedding"))
-    await _vectors_in_row(connection, table)
     await connection.execute(text(f"ALTER TABLE {table.name} DROP COLUMN {STAGED}_model, DROP COLUMN {STAGED}_hash"))
     if table.index:
         staged_index = await connection.scalar(text("SELECT to_regclass(:name)"), {"name": f"{table.index}_next"})

