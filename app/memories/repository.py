@@ -346,7 +346,7 @@ async def insert_many(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> 
 
 
 def add_version(session: AsyncSession, memory: Memory, *, changed_by: str, at: datetime | None = None) -> None:
-    """Record the memory as it now is (written behind: `write_behind`). `at` is when the change
+    """Record the memory as it now is (written behind: see the end of this module). `at` is when the change
     took effect (a write's own time for imports and revisions it causes); `as_of` search reads
     statuses by it."""
     _behind(session).rows[_VERSIONS].append(
@@ -432,7 +432,6 @@ async def save_changes(session: AsyncSession, changed: Sequence[Memory], *, chan
 
 
 async def versions(session: AsyncSession, memory_id: UUID) -> list[MemoryVersion]:
-    await write_behind(session)
     statement = select(MemoryVersion).where(MemoryVersion.memory_id == memory_id).order_by(MemoryVersion.version)
     return list((await session.execute(statement)).scalars())
 
@@ -467,7 +466,6 @@ async def chain(session: AsyncSession, memory_id: UUID, *, direction: str) -> li
 
 async def relations(session: AsyncSession, memory_id: UUID) -> list[tuple[MemoryRelation, bool]]:
     """The memory's edges, each with whether it starts at this memory."""
-    await write_behind(session)
     statement = (
         select(MemoryRelation)
         .where((MemoryRelation.from_memory_id == memory_id) | (MemoryRelation.to_memory_id == memory_id))
@@ -548,9 +546,9 @@ async def write_flags(session: AsyncSession, *, namespace: str | None, limit: in
 # --- rows written behind -------------------------------------------------------------------------
 # A change's version row, a judgement's log row and a revision's edges are read back by nothing
 # the same transaction does next (what reads them writes them first), so they are held and written
-# together, one statement a table, instead of one or two statements a change: when a repository
-# function that reads them runs (`write_behind`), before any other statement that touches their
-# tables (a purge's redaction, raw SQL), and when the transaction commits. A savepoint that ends
+# together, one statement a table, instead of one or two statements a change: before any statement
+# of the session that touches their tables (a reader, a purge's redaction, raw SQL), as autoflush
+# does for the ORM's rows, and when the transaction commits. A savepoint that ends
 # without committing (a rollback, or a failed flush that rolled it back) forgets the rows held
 # inside it, and writes again the older ones it had written.
 
@@ -567,6 +565,10 @@ class _Behind:
     savepoints: dict[Any, tuple[list[int], list[int]]] = field(default_factory=dict)  # (held, written) as each began
     writing: bool = False
 
+    def pending(self) -> bool:
+        """Whether any held row is not written yet."""
+        return any(len(rows) > written for rows, written in zip(self.rows, self.written, strict=True))
+
 
 def _behind(session: Session | AsyncSession) -> _Behind:
     return session.info.setdefault(_BEHIND, _Behind())
@@ -579,13 +581,6 @@ def hold_log(session: AsyncSession, revision: RevisionLog) -> None:
 def hold_edge(session: AsyncSession, *, source: UUID, target: UUID, kind: str, revision_id: UUID | None) -> None:
     """A relation edge; an edge that already exists is kept as it is."""
     _behind(session).rows[_EDGES].append({"from_memory_id": source, "to_memory_id": target, "type": kind, "revision_id": revision_id})
-
-
-async def write_behind(session: AsyncSession) -> None:
-    """Write the rows held so far."""
-    behind = session.info.get(_BEHIND)
-    if behind is not None and any(len(rows) > written for rows, written in zip(behind.rows, behind.written, strict=True)):
-        await session.run_sync(_write_behind)
 
 
 _LOG_COLUMNS = [(attribute.key, attribute.columns[0].name) for attribute in inspect(RevisionLog).column_attrs]
@@ -637,7 +632,7 @@ def _write_before_touching(state: ORMExecuteState) -> None:
     """Any statement of the session that reads or changes a table rows are held for (a purge's
     redaction, a raw UPDATE) sees them: written first, as autoflush does for the ORM's rows."""
     behind = state.session.info.get(_BEHIND)
-    if behind is None or behind.writing or all(len(rows) == written for rows, written in zip(behind.rows, behind.written, strict=True)):
+    if behind is None or behind.writing or not behind.pending():
         return
     statement = state.statement
     if isinstance(statement, TextClause):

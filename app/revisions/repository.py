@@ -1,5 +1,6 @@
 """SQL of revisions: the log, relations, candidates and the versions a revision wrote. Log rows
-and edges are written behind (app.memories.repository): a reader here writes them first."""
+and edges are written behind (app.memories.repository): any statement here that touches their
+tables writes them first."""
 
 import uuid
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ async def active_with_key(
 
 
 def add(session: AsyncSession, **fields: Any) -> RevisionLog:
-    """A new log row, written behind (app.memories.repository.write_behind) with the other rows
+    """A new log row, written behind (app.memories.repository) with the other rows
     of the transaction: its id and time are set here, not by the database."""
     fields.setdefault("id", uuid.uuid4())
     fields.setdefault("created_at", datetime.now(timezone.utc))
@@ -41,7 +42,6 @@ def add(session: AsyncSession, **fields: Any) -> RevisionLog:
 
 
 async def get(session: AsyncSession, revision_id: UUID, *, for_update: bool = False) -> RevisionLog | None:
-    await memories.write_behind(session)
     statement = select(RevisionLog).where(RevisionLog.id == revision_id)
     if for_update:
         statement = statement.with_for_update()
@@ -51,7 +51,6 @@ async def get(session: AsyncSession, revision_id: UUID, *, for_update: bool = Fa
 async def listing(
     session: AsyncSession, *, namespace: str | None, status: str | None, limit: int
 ) -> list[RevisionLog]:
-    await memories.write_behind(session)
     statement = select(RevisionLog).order_by(RevisionLog.created_at.desc()).limit(limit)
     if namespace is not None:
         statement = statement.where(RevisionLog.namespace == namespace)
@@ -61,7 +60,6 @@ async def listing(
 
 
 async def pending_for(session: AsyncSession, memory_id: UUID, *, exclude: UUID) -> int:
-    await memories.write_behind(session)
     statement = select(func.count()).select_from(RevisionLog).where(
         RevisionLog.new_memory_id == memory_id, RevisionLog.status == "pending", RevisionLog.id != exclude
     )
@@ -70,7 +68,6 @@ async def pending_for(session: AsyncSession, memory_id: UUID, *, exclude: UUID) 
 
 async def judged_against(session: AsyncSession, memory_ids: Sequence[UUID]) -> dict[UUID, set[UUID]]:
     """For each memory, the older memories it has already been judged against (one statement)."""
-    await memories.write_behind(session)
     statement = select(RevisionLog.new_memory_id, RevisionLog.old_memory_id).where(
         RevisionLog.new_memory_id.in_(memory_ids), RevisionLog.old_memory_id.is_not(None)
     )
@@ -81,18 +78,15 @@ async def judged_against(session: AsyncSession, memory_ids: Sequence[UUID]) -> d
 
 
 async def unlink_revision(session: AsyncSession, revision_id: UUID) -> None:
-    await memories.write_behind(session)
     await session.execute(delete(MemoryRelation).where(MemoryRelation.revision_id == revision_id))
 
 
 async def versions_written_by(session: AsyncSession, tag: str) -> list[MemoryVersion]:
-    await memories.write_behind(session)
     statement = select(MemoryVersion).where(MemoryVersion.changed_by == tag).order_by(MemoryVersion.id)
     return list((await session.execute(statement)).scalars())
 
 
 async def version_before(session: AsyncSession, memory_id: UUID, version: int) -> MemoryVersion | None:
-    await memories.write_behind(session)
     statement = (
         select(MemoryVersion)
         .where(MemoryVersion.memory_id == memory_id, MemoryVersion.version < version)
@@ -119,7 +113,6 @@ async def recent_revisable(
 async def replaced_by(session: AsyncSession, memory_id: UUID) -> list[Memory]:
     """Memories this one superseded as their update or merge (not restatements folded into
     it), locked for the change."""
-    await memories.write_behind(session)
     folded = exists().where(
         RevisionLog.decision == "DUPLICATE",
         RevisionLog.status == "applied",

@@ -74,12 +74,21 @@ async def test_a_rolled_back_savepoint_forgets_its_rows_and_keeps_older_ones(db_
         async with db_session.begin_nested():
             repository.add_version(db_session, second, changed_by="inside")
             _log(db_session, second, first)
-            await repository.write_behind(db_session)  # writes the older row too, inside the savepoint
+            await repository.versions(db_session, first.id)  # a reader writes the older row too, inside the savepoint
             raise RuntimeError("the item is refused")
     await db_session.commit()
     assert [version.changed_by for version in await repository.versions(db_session, first.id)] == ["before"]
     assert await repository.versions(db_session, second.id) == []
     assert await revisions.judged_against(db_session, [second.id]) == {second.id: set()}
+
+
+async def test_a_released_savepoint_keeps_its_rows_for_the_commit(db_session):
+    first = await _stored(db_session, "User drives a Volvo.")
+    async with db_session.begin_nested():
+        repository.add_version(db_session, first, changed_by="inside")
+    assert db_session.info[repository._BEHIND].savepoints == {}  # released: nothing to roll back to
+    await db_session.commit()
+    assert [version.changed_by for version in await repository.versions(db_session, first.id)] == ["inside"]
 
 
 async def test_a_savepoint_that_a_failed_flush_rolled_back_writes_the_older_rows_again(db_session):
@@ -88,7 +97,7 @@ async def test_a_savepoint_that_a_failed_flush_rolled_back_writes_the_older_rows
     repository.add_version(db_session, first, changed_by="before")
     with pytest.raises(IntegrityError):
         async with db_session.begin_nested():
-            await repository.write_behind(db_session)  # the older row goes out inside the savepoint
+            await repository.versions(db_session, first_id)  # a reader: the older row goes out inside the savepoint
             first.status = "no-such-status"  # the flush fails on the check: the savepoint is rolled back
             await db_session.flush()
     await db_session.commit()
@@ -103,6 +112,6 @@ async def test_rows_already_written_are_not_kept_until_the_commit(db_session):
     for memory in memories:
         repository.add_version(db_session, memory, changed_by="api")
         _log(db_session, memory, memories[0])
-    await repository.write_behind(db_session)
+    await repository.versions(db_session, memories[0].id)  # a reader writes what is held
     behind = db_session.info[repository._BEHIND]
     assert [len(rows) for rows in behind.rows] == [0, 0, 0]
