@@ -96,21 +96,33 @@ def _month(number: int | None) -> int | None:
     return number if number is not None and 1 <= number <= 12 else None
 
 
+_EN_DAY_RANGE = re.compile(rf"\b{_EN_DAY}{_EN_RANGE}{_EN_DAY}\b", re.IGNORECASE)
+_EN_MONTH_RANGE = re.compile(rf"\b{_EN_MONTH}{_EN_RANGE}{_EN_MONTH}")
+_ZH_DAY_RANGE = re.compile(rf"{_ZH_DAY}{_ZH_RANGE}(?:周|星期|礼拜)?([一二三四五六日天])")
+_ZH_MONTH_RANGE = re.compile(rf"{_ZH_MONTH}{_ZH_RANGE}{_ZH_MONTH}")
+
+
+def _ranges(pattern: re.Pattern[str], text: str) -> tuple[list[tuple[str, str]], str]:
+    """The (first, last) of each range the pattern finds, and the text with the ranges blanked,
+    so their ends are not read again as single days or months."""
+    return pattern.findall(text), pattern.sub(" ", text)
+
+
 def _english(text: str) -> Period:
     days: set[int] = set()
     months: set[int] = set()
-    for first, last in re.findall(rf"\b{_EN_DAY}{_EN_RANGE}{_EN_DAY}\b", text, re.IGNORECASE):
+    ranges, text = _ranges(_EN_DAY_RANGE, text)
+    for first, last in ranges:
         days |= _span(_en_day(first), _en_day(last), 7, 0)
-    text = re.sub(rf"\b{_EN_DAY}{_EN_RANGE}{_EN_DAY}\b", " ", text, flags=re.IGNORECASE)
     days |= {_en_day(word) for word in re.findall(rf"\b{_EN_DAY}\b", text, re.IGNORECASE)}
     lowered = text.lower()
     if re.search(r"\bweekdays?\b|\bworkdays?\b|\bworking days?\b", lowered):
         days |= WEEKDAYS
     if re.search(r"\bweekends?\b", lowered):
         days |= WEEKEND
-    for first, last in re.findall(rf"\b{_EN_MONTH}{_EN_RANGE}{_EN_MONTH}", text):
+    ranges, text = _ranges(_EN_MONTH_RANGE, text)
+    for first, last in ranges:
         months |= _span(_en_month(first), _en_month(last), 12, 1)
-    text = re.sub(rf"\b{_EN_MONTH}{_EN_RANGE}{_EN_MONTH}", " ", text)
     text = re.sub(r"^\s*May\b", " ", text)  # "May I ...": a question's opening verb
     months |= {_en_month(word) for word in re.findall(rf"\b{_EN_MONTH}", text)}
     for season, fall in re.findall(_EN_SEASON, lowered):
@@ -121,19 +133,19 @@ def _english(text: str) -> Period:
 def _chinese(text: str) -> Period:
     days: set[int] = set()
     months: set[int] = set()
-    for first, last in re.findall(rf"{_ZH_DAY}{_ZH_RANGE}(?:周|星期|礼拜)?([一二三四五六日天])", text):
+    ranges, text = _ranges(_ZH_DAY_RANGE, text)
+    for first, last in ranges:
         days |= _span(_zh_day(first), _zh_day(last), 7, 0)
-    text = re.sub(rf"{_ZH_DAY}{_ZH_RANGE}(?:周|星期|礼拜)?([一二三四五六日天])", " ", text)
     days |= {_zh_day(char) for char in re.findall(_ZH_DAY, text)}
     if "工作日" in text:
         days |= WEEKDAYS
     if "周末" in text:
         days |= WEEKEND
-    for first, last in re.findall(rf"{_ZH_MONTH}{_ZH_RANGE}{_ZH_MONTH}", text):
+    ranges, text = _ranges(_ZH_MONTH_RANGE, text)
+    for first, last in ranges:
         start, end = _month(_zh_number(first)), _month(_zh_number(last))
         if start and end:
             months |= _span(start, end, 12, 1)
-    text = re.sub(rf"{_ZH_MONTH}{_ZH_RANGE}{_ZH_MONTH}", " ", text)
     months |= {month for word in re.findall(_ZH_MONTH, text) if (month := _month(_zh_number(word)))}
     for season in re.findall(_ZH_SEASON, text):
         months |= set(_ZH_SEASONS[season])
