@@ -76,7 +76,7 @@ def contenders(hits: Sequence[Hit], settings: Settings) -> list[Hit]:
     if len(window) < 2:
         return []
     top = max(window, key=lambda hit: hit.relevance)
-    # Words can miss a synonym ("studying" / "learning Japanese") that the embedding sees: a
+    # Words can miss a synonym (the question says one verb, the memory another) that the embedding sees: a
     # hit the embedding finds at least as close to the query as the best hit competes too.
     return [hit for hit in window if hit.relevance >= settings.relevance * top.relevance or hit.dense >= top.dense > 0]
 
