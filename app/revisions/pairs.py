@@ -171,6 +171,21 @@ class Pair:
             if not any(kind == other_kind and _agree(kind, value, other) for other_kind, other in self.old.values)
         )
 
+    @cached_property
+    def renumbered(self) -> str | None:
+        """One named thing set to another bare number ("printWidth 80" / "printWidth to
+        100"): the thing and both numbers. The new text links the number to the thing ("to",
+        "is", "="), so it sets a value rather than names another one ("ticket 4533"); bare
+        numbers stay loose values otherwise, and the rule using this needs a change word."""
+        for term, number, linked in sorted(self.new.anchored):
+            if not linked:
+                continue
+            old_numbers = {other_number for other, other_number, _ in self.old.anchored if terms_match(term, other)}
+            new_numbers = {new_number for other, new_number, _ in self.new.anchored if terms_match(term, other)}
+            if old_numbers and not old_numbers & new_numbers:
+                return f"{term} {'/'.join(sorted(old_numbers))} / {number}"
+        return None
+
     @property
     def polarity_flip(self) -> bool:
         return self.new.negative != self.old.negative

@@ -153,6 +153,15 @@ def _value_update(pair: Pair) -> str | None:
     return None
 
 
+def _number_changed(pair: Pair) -> str | None:
+    """A change word, and one named thing set to another number ("Prettier's printWidth is
+    80" / "The team bumped printWidth to 100")."""
+    cue = pair.new.cue or pair.new.present
+    if not cue or pair.different_subjects or not pair.renumbered:
+        return None
+    return f"'{cue}': {pair.renumbered}"
+
+
 def _negated(pair: Pair) -> str | None:
     """The same statement, negated ("User likes sushi" / "User doesn't like sushi anymore")."""
     if pair.polarity_flip and pair.shared and pair.overlap >= 0.6 and not pair.different_subjects:
@@ -283,6 +292,7 @@ RULES: tuple[Rule, ...] = (
     Rule("only_value_changed", "CONFLICT", 0.05, _only_value_changed, "the one value of a favourite or preference changed"),
     Rule("other_instance", "COEXIST", 0.1, _other_instance, "another qualifier or number, no change word"),
     Rule("value_update", "CONFLICT", 0.2, _value_update, "the same statement, another value of a precise kind"),
+    Rule("number_changed", "CONFLICT", 0.1, _number_changed, "a change word, one named thing set to another number"),
     Rule("negated", "CONFLICT", 0.15, _negated, "the same statement negated"),
     Rule("antonym", "CONFLICT", 0.1, _antonym, "the same statement with an opposite word"),
     Rule("explicit_change", "CONFLICT", 0.12, _explicit_change, "a change word acting on the same topic"),

@@ -118,9 +118,11 @@ def _en_date(month: str, day: str | None) -> Value:
 
 
 def _en_quantity(match: re.Match) -> Value:
-    unit = re.sub(r"ies$", "y", match.group(2).lower())
+    word = match.group(2).lower()
+    unit = re.sub(r"ies$", "y", word)
     unit = unit[:-1] if unit.endswith("s") and not unit.endswith("ss") else unit
-    if unit in _NOT_UNITS or len(unit) < 2:
+    # The word as written is tested too: "one was" has no unit "wa".
+    if word in _NOT_UNITS or unit in _NOT_UNITS or len(unit) < 2:
         return ("num", _num(match.group(1)))
     return (f"qty:{unit}", _num(match.group(1)))
 
@@ -223,6 +225,48 @@ def _extract_zh(ex: _Extractor) -> None:
     ex.take(r"(?=[A-Za-z0-9\-./]*\d)(?=[A-Za-z0-9\-./]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9\-./]*[A-Za-z0-9]",
             lambda m: ("code", m.group(0).lower()))
     ex.take(r"\b\d+(?:\.\d+)?\b", lambda m: ("num", _num(m.group(0))))
+
+
+# A number set on a named thing: the word, up to two linking words, the number ("printWidth 80",
+# "printWidth to 100", "retry limit is 5", "连接数改成50"). Not a clock time, a date or a
+# decimal's part.
+_LINKS = frozenset("to is was are were at of from now be set becomes became".split())
+_EN_TOKEN = re.compile(r"[A-Za-z][\w'’-]*|\d+(?:\.\d+)?")
+_ZH_ANCHORED = re.compile(
+    rf"([{CJK_CHARS}]{{2}})(改成|改为|调到|调成|调整为|提高到|提到|降到|降低到|增加到|减到|设为|设成|是|为|到)?\s*(\d+(?:\.\d+)?)(?![\d.:：])"
+)
+
+
+def anchored_numbers(text: str, cjk: bool) -> frozenset[tuple[str, str, bool]]:
+    """(word, number, linked) for each bare number the text sets on a named thing; the word
+    as written, lower-cased (the caller stems it). `linked`: a linking word stands between
+    them ("printWidth to 100"); a number right after a word may as well name the thing
+    ("ticket 4521", "room 204")."""
+    if cjk:
+        return frozenset(
+            (match.group(1), _num(match.group(3)), bool(match.group(2))) for match in _ZH_ANCHORED.finditer(text)
+        )
+    tokens = list(_EN_TOKEN.finditer(text))
+    found = set()
+    for index, token in enumerate(tokens):
+        if not token.group(0)[0].isdigit() or re.match(r"\s*[:/.,-]?\d", text[token.end() :]):
+            continue
+        back, end = index - 1, token.start()
+        while back >= 0 and index - back <= 3:
+            gap = text[tokens[back].end() : end]
+            if not re.fullmatch(r"\s*[=:#]?\s*#?", gap):
+                break
+            word = tokens[back].group(0).lower()
+            if word[0].isdigit():
+                break
+            if word in _LINKS:
+                back, end = back - 1, tokens[back].start()
+                continue
+            if word not in STOPWORDS and len(word) >= 2 and not re.fullmatch(_MONTH_RE, word, re.IGNORECASE):
+                linked = back < index - 1 or bool(gap.strip(" #"))
+                found.add((word.removesuffix("'s").removesuffix("’s"), _num(token.group(0)), linked))
+            break
+    return frozenset(found)
 
 
 def extract_values(text: str, cjk: bool) -> tuple[frozenset[Value], str]:

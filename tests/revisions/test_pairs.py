@@ -5,6 +5,7 @@ import pytest
 
 from app.revisions.pairs import Pair, in_terms, terms_match
 from app.revisions.signals import read
+from app.revisions.values import anchored_numbers, extract_values
 
 # Stems sharing openings of every length, short words, Chinese bigrams and a non-ASCII word.
 VOCABULARY = frozenset(
@@ -47,3 +48,36 @@ def test_grouped_lookup_finds_what_comparing_with_every_term_finds() -> None:
 )
 def test_antonyms_in_either_language(old: str, new: str, words: tuple[str, str] | None) -> None:
     assert Pair(read(new), read(old), 0.9).antonym == words
+
+
+@pytest.mark.parametrize(
+    ("text", "cjk", "anchored"),
+    [
+        ("Prettier is configured with printWidth 80.", False, {("printwidth", "80", False)}),
+        ("The team bumped printWidth to 100.", False, {("printwidth", "100", True)}),
+        ("max_connections = 30", False, {("max_connections", "30", True)}),
+        ("The standup is at 10:30 on May 3.", False, set()),  # a clock time, a date
+        ("User has 2 kids.", False, set()),  # "has" names nothing
+        ("连接池大小改成50。", True, {("大小", "50", True)}),
+    ],
+)
+def test_numbers_set_on_a_named_thing(text: str, cjk: bool, anchored: set) -> None:
+    assert anchored_numbers(text, cjk) == anchored
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "renumbered"),
+    [
+        ("Prettier is configured with printWidth 80.", "The team bumped printWidth to 100.", "printwidth 80 / 100"),
+        ("Prettier is configured with printWidth 80.", "The team set printWidth to 80 again.", None),  # the same number
+        ("Ticket 4521 covers the login bug.", "The team moved ticket 4533 to the next sprint.", None),  # names another
+    ],
+)
+def test_renumbered(old: str, new: str, renumbered: str | None) -> None:
+    assert Pair(read(new), read(old), 0.9).renumbered == renumbered
+
+
+def test_a_word_that_is_no_unit_is_read_as_written() -> None:
+    """"one was" is a number and a verb, not a quantity of "wa"."""
+    values, _ = extract_values("The old one was donated.", False)
+    assert values == frozenset({("num", "1")})

@@ -67,6 +67,11 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
         ("From April to October the user bikes to the office.",
          "From November to March the user takes the train because the bike lanes ice over.", 0.88, None),
     ),
+    "number_changed": (
+        ("The connection pool is capped at max_connections 50.", "The DBA raised max_connections to 200 on the primary.", 0.894, None),
+        # a number right after a word may name another thing of the kind
+        ("Ticket 4521 covers the login bug.", "The team moved ticket 4533 to the next sprint.", 0.866, None),
+    ),
     "negated": (
         ("User likes sushi.", "User doesn't like sushi anymore.", 0.912, None),
         ("User likes sushi.", "User doesn't like spicy food.", 0.86, None),
@@ -300,6 +305,10 @@ def test_a_restatement_acts_on_nothing_else() -> None:
         ("用户不再吃肉了。", "不再"),
         ("会议改成了线上。", "改成"),
         ("用户换了新工作。", "换了"),
+        ("User donated the old sofa to a shelter.", "donated"),
+        ("The team phased out the legacy API.", "phased out"),
+        ("用户把旧手机送人了。", "送人"),
+        ("用户改学韩语了。", "改学"),
     ],
 )
 def test_change_cues_are_found(text: str, cue: str) -> None:
