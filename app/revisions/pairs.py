@@ -31,6 +31,9 @@ _FRAME_CHARS = 3
 # How far after a change word its object is looked for: four English words, twelve characters.
 _AFTER_CUE_WORDS = 4
 _AFTER_CUE_CHARS = 12
+# Where a clause ends, and the auxiliaries of an English passive ("was cancelled").
+_CLAUSE_END = re.compile(r"[，。,.;；!！?？:：]")
+_PASSIVE = frozenset("was were been be is are got gets".split())
 # A Latin name a Chinese sentence opens on ("order-center 的配置…"): its topic.
 _LEADING_NAME = re.compile(r"\s*([A-Za-z][\w.+#-]*)\s*[^\x00-\x7f]")
 _ANTONYMS = [(stem(a) if a.isascii() else a, stem(b) if b.isascii() else b) for a, b in lexicon("antonyms").pairs()]
@@ -241,19 +244,27 @@ class Pair:
 
     @cached_property
     def ended(self) -> frozenset[str]:
-        """Shared terms right after a word that ends what it acts on ("left Kestrel Health",
-        "dropped Japanese", "cancelled the membership"): the old thing, ended."""
+        """Shared terms where a word that ends what it acts on finds its object: right after
+        it ("left Kestrel Health", "dropped Japanese", "cancelled the membership"), or before
+        it where the language puts the object first: an English passive ("the old plan was
+        cancelled"), a Chinese clause (日语先放一放了, 把车卖了). The old thing, ended."""
         cue = self.new.ending
         if not cue:
             return frozenset()
         position = self.new.text.find(cue)
-        rest = self.new.text[position + len(cue) :] if position >= 0 else ""
+        if position < 0:
+            return frozenset()
+        rest, before = self.new.text[position + len(cue) :], _CLAUSE_END.split(self.new.text[:position])[-1]
         if self.new.cjk:
-            window = rest[:_AFTER_CUE_CHARS]
+            windows = [rest[:_AFTER_CUE_CHARS], before[-_AFTER_CUE_CHARS:]]
         else:
-            window = " ".join(re.findall(r"[\w'’-]+", rest)[:_AFTER_CUE_WORDS])
-        after = read(window).terms if window.strip() else frozenset()
-        return frozenset(term for term in after if in_terms(term, self.old.terms))
+            preceding = re.findall(r"[\w'’-]+", before)
+            passive = bool(preceding) and preceding[-1].lower() in _PASSIVE
+            windows = [" ".join(re.findall(r"[\w'’-]+", rest)[:_AFTER_CUE_WORDS])]
+            if passive:
+                windows.append(" ".join(preceding[-_AFTER_CUE_WORDS - 1 : -1]))
+        objects = frozenset(term for window in windows if window.strip() for term in read(window).terms)
+        return frozenset(term for term in objects if in_terms(term, self.old.terms))
 
     @cached_property
     def substituted(self) -> tuple[str, str] | None:
