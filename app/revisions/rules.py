@@ -41,6 +41,11 @@ class Rule:
     summary: str
 
 
+# How close a candidate must be for a new text naming another thing of its kind to replace it
+# when the two share no term (another name reads farther than a restated one).
+_ANOTHER_NAME_CLOSENESS = 0.82
+
+
 # ------------------------------------------------------------------ guards: keep both
 def _different_keys(pair: Pair) -> str | None:
     if pair.new_key and pair.old_key and pair.new_key != pair.old_key:
@@ -194,6 +199,20 @@ def _explicit_change(pair: Pair) -> str | None:
     return None
 
 
+def _predecessor_ended(pair: Pair) -> str | None:
+    """The new text says the thing it took the place of is gone, and names another thing of
+    the same attribute ("shares a Spotify family plan" / "streaming is now on YouTube Music;
+    the previous subscription was cancelled")."""
+    new = pair.new
+    if not new.retired or pair.different_subjects or not pair.names_clash or pair.closeness < _ANOTHER_NAME_CLOSENESS:
+        return None
+    common = new.families & pair.old.families
+    if not (common or pair.shared):
+        return None
+    topic = ", ".join(sorted(common or pair.shared))
+    return f"'{new.retired}', another name for {topic}"
+
+
 def _temporary_ended(pair: Pair) -> str | None:
     """The old state was temporary by its own words and the new one says it changed ("on a
     trip in Singapore until Friday" / "landed back home in Seattle")."""
@@ -207,7 +226,7 @@ def _replaced_name(pair: Pair) -> str | None:
     ("shares a Spotify family plan" / "music is now on YouTube Music; the previous
     subscription was cancelled")."""
     new = pair.new
-    if not new.cue or pair.different_subjects or not pair.names_clash or pair.closeness < 0.82:
+    if not new.cue or pair.different_subjects or not pair.names_clash or pair.closeness < _ANOTHER_NAME_CLOSENESS:
         return None
     common = pair.single_attribute
     if not common:
@@ -296,6 +315,7 @@ RULES: tuple[Rule, ...] = (
     Rule("negated", "CONFLICT", 0.15, _negated, "the same statement negated"),
     Rule("antonym", "CONFLICT", 0.1, _antonym, "the same statement with an opposite word"),
     Rule("explicit_change", "CONFLICT", 0.12, _explicit_change, "a change word acting on the same topic"),
+    Rule("predecessor_ended", "CONFLICT", 0.05, _predecessor_ended, "the old one said to be gone, another name for it"),
     Rule("temporary_ended", "CONFLICT", 0.05, _temporary_ended, "a temporary state said to have ended"),
     Rule("replaced_name", "CONFLICT", 0.02, _replaced_name, "a change word, one attribute, another name"),
     Rule("changed_attribute", "CONFLICT", 0.02, _changed_attribute, "a change word on the same attribute of one person"),

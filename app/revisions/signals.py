@@ -71,6 +71,7 @@ class Signals:
     ending: str | None
     present: str | None
     replacement: str | None
+    retired: str | None  # the text says its predecessor is gone ("the old one was donated")
     future: str | None  # an intention, or a time to come
     intention: str | None
     temporary: str | None
@@ -223,6 +224,20 @@ def _skeleton(masked: str, cjk: bool) -> tuple[str, ...]:
     )
 
 
+_CLAUSES = re.compile(r"[.;!?。；！？\n]")
+
+
+def _retired(text: str) -> str | None:
+    """A word naming a predecessor and a word ending it in one clause ("the old one was
+    donated", "the previous subscription was cancelled", 原来的卡注销了): the two phrases."""
+    for clause in _CLAUSES.split(text):
+        predecessor = _CUES["predecessor"].find(clause)
+        ending = predecessor and _CUES["ending"].find(clause)
+        if ending:
+            return f"{predecessor} ... {ending}"
+    return None
+
+
 @lru_cache(maxsize=4096)
 def read(text: str) -> Signals:
     """Every signal of one text (cached: a text is judged many times)."""
@@ -261,6 +276,7 @@ def read(text: str) -> Signals:
         ending=_CUES["ending"].find(text),
         present=_CUES["present"].find(text),
         replacement=_CUES["replacement"].find(text),
+        retired=_retired(text),
         future=_CUES["intention"].find(text) or _CUES["future"].find(text),
         intention=_CUES["intention"].find(text),
         temporary=_CUES["temporary"].find(text),

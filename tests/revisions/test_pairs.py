@@ -81,3 +81,31 @@ def test_a_word_that_is_no_unit_is_read_as_written() -> None:
     """"one was" is a number and a verb, not a quantity of "wa"."""
     values, _ = extract_values("The old one was donated.", False)
     assert values == frozenset({("num", "1")})
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "ended"),
+    [
+        ("User drives a Honda Civic.", "User sold the Honda and now drives a Tesla.", {"honda"}),  # after the verb
+        ("User has a Peloton membership.", "The Peloton membership was cancelled in May.", {"peloton", "membership"}),  # passive
+        ("User has a Peloton membership.", "The Peloton membership includes classes; User cancelled Netflix.", set()),
+        ("用户在学日语，准备考N1。", "用户说日语先放一放了，改学德语。", {"日语"}),  # a Chinese clause before the verb
+        ("用户在学日语，准备考N1。", "日语课很好，用户把吉他卖了。", set()),  # another clause
+    ],
+)
+def test_the_ended_thing_is_found_where_the_language_puts_it(old: str, new: str, ended: set) -> None:
+    assert Pair(read(new), read(old), 0.9).ended == ended
+
+
+@pytest.mark.parametrize(
+    ("text", "retired"),
+    [
+        ("Songs now come from Deezer; the previous plan was cancelled.", "previous ... cancelled"),
+        ("User's new bike arrived and the old one was given away.", "the old ... given away"),
+        ("用户换了新卡，原来的卡注销了。", "原来的 ... 注销"),
+        ("User cancelled the plan. The previous one was better.", None),  # two sentences
+        ("User's previous job was in Boston.", None),
+    ],
+)
+def test_a_text_saying_its_predecessor_is_gone(text: str, retired: str | None) -> None:
+    assert read(text).retired == retired

@@ -84,6 +84,11 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
         ("User works at Google.", "User left Google and joined Stripe.", 0.862, None),
         ("User's dentist is Dr. Rivera.", "User moved the dentist appointment to Friday.", 0.889, None),
     ),
+    "predecessor_ended": (
+        ("User pays for a Tidal subscription to stream music.", "Songs now come from Deezer Premium; the previous plan was cancelled.", 0.828, None),
+        # the thing said to be gone is of another kind than the old memory's
+        ("User pays for a Tidal subscription to stream music.", "Songs now come from Deezer Premium; the old laptop was sold.", 0.836, None),
+    ),
     "temporary_ended": (
         ("User is on a business trip in Singapore until Friday.", "User flew back home to Seattle.", 0.854, None),
         ("User is on a business trip in Singapore until Friday.", "User's sister flew back home to Seattle.", 0.846, None),
@@ -190,6 +195,8 @@ def test_unknown_rules_cannot_be_switched_off() -> None:
         ("周例会定在周一上午十点。", "周例会改到周四下午三点了。", 0.958),
         ("接口超时时间是 5 秒。", "接口超时时间调到了 10 秒。", 0.969),
         ("用户每天喝咖啡。", "用户戒咖啡了。", 0.953),
+        # the object of the ending word comes before it
+        ("用户在学日语，准备考N1。", "用户说日语先放一放了，改学德语。", 0.947),
     ],
 )
 def test_updates_supersede(old: str, new: str, similarity: float) -> None:
