@@ -118,11 +118,14 @@ def _en_date(month: str, day: str | None) -> Value:
 
 
 def _en_quantity(match: re.Match) -> Value:
-    word = match.group(2).lower()
+    written = match.group(2)
+    word = written.lower()
     unit = re.sub(r"ies$", "y", word)
     unit = unit[:-1] if unit.endswith("s") and not unit.endswith("ss") else unit
-    # The word as written is tested too: "one was" has no unit "wa".
-    if word in _NOT_UNITS or unit in _NOT_UNITS or len(unit) < 2:
+    # The word as written is tested too: "one was" has no unit "wa". A capitalised word is
+    # a name, not a unit ("22 Birch Court", "three Nikkor primes"); short capitals are
+    # units ("16 GB", "100 Mbps").
+    if word in _NOT_UNITS or unit in _NOT_UNITS or len(unit) < 2 or (written.istitle() and len(written) > 4):
         return ("num", _num(match.group(1)))
     return (f"qty:{unit}", _num(match.group(1)))
 
@@ -209,6 +212,7 @@ def _extract_zh(ex: _Extractor) -> None:
     ex.take(rf"({_ZH_NUM})\s*(?:元|块钱|块|美元)", lambda m: ("money", _num(m.group(1))))
     ex.take(rf"({_ZH_NUM})月({_ZH_NUM})[日号]",
             lambda m: ("date", f"{_num(m.group(1))}-{_num(m.group(2))}"))
+    ex.take(r"((?:19|20)\d{2})\s*年(?![前后代])", lambda m: ("year", m.group(1)))
     ex.take(r"(?:每个?|[上下这本])?(?:周|星期|礼拜)([一二三四五六日天])",
             lambda m: ("weekday", _ZH_WEEKDAYS[m.group(1)]))
     ex.take(r"(?:每个?|[上下这本])?周末", lambda m: ("weekday", "weekend"))

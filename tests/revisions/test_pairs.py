@@ -109,3 +109,16 @@ def test_the_ended_thing_is_found_where_the_language_puts_it(old: str, new: str,
 )
 def test_a_text_saying_its_predecessor_is_gone(text: str, retired: str | None) -> None:
     assert read(text).retired == retired
+
+
+@pytest.mark.parametrize(
+    ("text", "cjk", "values"),
+    [
+        ("Orders ship to 22 Birch Court.", False, {("num", "22")}),  # a street's name is no unit
+        ("The laptop has 16 GB of memory.", False, {("qty:gb", "16")}),  # short capitals are
+        ("用户2019年搬到了上海。", True, {("year", "2019")}),  # a year, not 2019 years
+        ("用户工作了20年了。", True, {("qty:年", "20")}),
+    ],
+)
+def test_value_kinds(text: str, cjk: bool, values: set) -> None:
+    assert extract_values(text, cjk)[0] == frozenset(values)
