@@ -5,6 +5,7 @@ and how close their embeddings are."""
 import os
 import re
 from dataclasses import dataclass
+from datetime import date, datetime
 from functools import cached_property, lru_cache
 
 from app.revisions.signals import Signals, read
@@ -120,6 +121,8 @@ class Pair:
     similarity: float
     new_key: str | None = None
     old_key: str | None = None
+    new_at: datetime | None = None  # when each was written (the world's time, which imports set)
+    old_at: datetime | None = None
 
     @cached_property
     def closeness(self) -> float:
@@ -188,6 +191,20 @@ class Pair:
             if old_numbers and not old_numbers & new_numbers:
                 return f"{term} {'/'.join(sorted(old_numbers))} / {number}"
         return None
+
+    @cached_property
+    def began_after_old(self) -> bool:
+        """The new text says its state began at a time after the old memory was written
+        ("sober since February", written in April, against a memory of last July): the old
+        one describes what held before. A month without a year is the last such month up to
+        the new memory's writing."""
+        if self.new.since is None or self.new_at is None or self.old_at is None:
+            return False
+        year, month = self.new.since
+        if year is None:
+            year = self.new_at.year if month <= self.new_at.month else self.new_at.year - 1
+        began = date(year, month or 1, 1)
+        return began > self.old_at.date()
 
     @property
     def polarity_flip(self) -> bool:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from app.revisions.values import Value, anchored_numbers, extract_values
+from app.revisions.values import Value, anchored_numbers, extract_values, since
 from app.text import STOPWORDS, ZH_EMPTY_CHARS, ZH_FUNCTION_CHARS, cjk_bigrams, is_cjk, lexicon, stem, words
 from app.text.people import RELATIONS, SELF_EN, SELF_ZH, opens_on_person, relations, subject
 
@@ -52,6 +52,7 @@ class Signals:
     cjk: bool
     values: frozenset[Value]
     anchored: frozenset[tuple[str, str, bool]]  # (term, number, linked): see values.anchored_numbers
+    since: tuple[int | None, int | None] | None  # (year, month) the stated state began ("since February")
     terms: frozenset[str]  # content terms: English stems, Chinese character bigrams, Latin words
     ordered: tuple[str, ...]  # the same terms in text order, repeats kept
     adjacent: frozenset[tuple[str, str]]  # a qualifier and the term it qualifies ("staging", "databas")
@@ -256,6 +257,7 @@ def read(text: str) -> Signals:
         text=text,
         cjk=cjk,
         values=values,
+        since=since(text, cjk),
         anchored=frozenset((word if cjk else stem(word), number, linked) for word, number, linked in anchored_numbers(text, cjk)),
         terms=frozenset(ordered),
         ordered=tuple(ordered),

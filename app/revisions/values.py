@@ -273,6 +273,29 @@ def anchored_numbers(text: str, cjk: bool) -> frozenset[tuple[str, str, bool]]:
     return frozenset(found)
 
 
+_EN_SINCE = re.compile(rf"\bsince\s+(?:(?:early|late|mid)[\s-]+)?(?:{_MONTH_RE}\b\.?(?:\s+((?:19|20)\d{{2}}))?|((?:19|20)\d{{2}})\b)", re.IGNORECASE)
+_ZH_SINCE = re.compile(rf"(?:从|自从|自)?(?:((?:19|20)\d{{2}})\s*年)?({_ZH_NUM})\s*月份?(?:开始|起|以来)")
+
+
+def since(text: str, cjk: bool) -> tuple[int | None, int | None] | None:
+    """When the text says its state began ("since February", "since 2023", 从三月开始, 2024年5月
+    以来): (year or None, month or None), or None."""
+    if cjk:
+        match = _ZH_SINCE.search(text)
+        if not match:
+            return None
+        month = zh_number(match.group(2))
+        if month is None or not 1 <= month <= 12:
+            return None
+        return (int(match.group(1)) if match.group(1) else None, int(month))
+    match = _EN_SINCE.search(text)
+    if not match:
+        return None
+    if match.group(1):
+        return (int(match.group(2)) if match.group(2) else None, _MONTHS.index(match.group(1)[:3].lower()) + 1)
+    return (int(match.group(3)), None)
+
+
 def extract_values(text: str, cjk: bool) -> tuple[frozenset[Value], str]:
     """The text's typed values, and the text with those values blanked out."""
     extractor = _Extractor(text)

@@ -1,11 +1,15 @@
-"""Term matching between two texts: the grouped look-up finds exactly what comparing a term
-with every other term finds, and the antonym rule reads both languages."""
+"""What the rules read from a pair: term matching (the grouped look-up finds exactly what
+comparing a term with every other term finds), antonyms in both languages, numbers set on a
+named thing, the thing an ending word ends, a predecessor said to be gone, value kinds, and
+when a stated state began."""
+
+from datetime import datetime
 
 import pytest
 
 from app.revisions.pairs import Pair, in_terms, terms_match
 from app.revisions.signals import read
-from app.revisions.values import anchored_numbers, extract_values
+from app.revisions.values import anchored_numbers, extract_values, since
 
 # Stems sharing openings of every length, short words, Chinese bigrams and a non-ASCII word.
 VOCABULARY = frozenset(
@@ -122,3 +126,34 @@ def test_a_text_saying_its_predecessor_is_gone(text: str, retired: str | None) -
 )
 def test_value_kinds(text: str, cjk: bool, values: set) -> None:
     assert extract_values(text, cjk)[0] == frozenset(values)
+
+
+@pytest.mark.parametrize(
+    ("text", "cjk", "began"),
+    [
+        ("User has been sober since February.", False, (None, 2)),
+        ("Since 2023 the user works remotely.", False, (2023, None)),
+        ("User has worked there since mid-March 2024.", False, (2024, 3)),
+        ("User has lived here ever since.", False, None),
+        ("用户从三月开始不喝酒了。", True, (None, 3)),
+        ("用户2024年5月以来一直吃素。", True, (2024, 5)),
+    ],
+)
+def test_when_a_state_began(text: str, cjk: bool, began: tuple | None) -> None:
+    assert since(text, cjk) == began
+
+
+@pytest.mark.parametrize(
+    ("old_at", "new_at", "after"),
+    [
+        ("2024-07-03", "2025-04-11", True),  # February 2025, after last July
+        ("2025-02-20", "2025-04-11", False),  # written after February began
+        ("2023-12-01", "2025-01-11", True),  # written in January: last year's February, after December 2023
+        ("2024-07-03", "2025-01-11", False),  # February 2024 began before the old memory was written
+    ],
+)
+def test_a_state_begun_after_the_old_memory(old_at: str, new_at: str, after: bool) -> None:
+    new = read("User has been sober since February.")
+    old = read("User enjoys red wine with dinner.")
+    at = {name: datetime.fromisoformat(value + "T12:00:00+00:00") for name, value in (("old", old_at), ("new", new_at))}
+    assert Pair(new, old, 0.82, new_at=at["new"], old_at=at["old"]).began_after_old is after

@@ -18,7 +18,8 @@ THRESHOLD = 0.7
 # (tests/revisions/test_calibrated.py).
 TABLE = frozenset({CALIBRATED})
 
-# rule -> (old, new, similarity, (old key, new key)) where it decides, and a near miss where it must not.
+# rule -> (old, new, similarity, (old key, new key)[, (old written, new written)]) where it
+# decides, and a near miss where it must not.
 EXAMPLES: dict[str, tuple[tuple, tuple]] = {
     "different_keys": (
         ("User's shipping address is 22 Birch Court.", "Work orders ship to Suite 400, 1800 Commerce Drive.", 0.832,
@@ -89,6 +90,13 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
         # the thing said to be gone is of another kind than the old memory's
         ("User pays for a Tidal subscription to stream music.", "Songs now come from Deezer Premium; the old laptop was sold.", 0.836, None),
     ),
+    "began_since": (
+        ("User has a beer with friends most Friday nights.", "User hasn't touched alcohol since March, on doctor's orders.", 0.837,
+         None, ("2024-09-01T12:00:00+00:00", "2025-04-10T12:00:00+00:00")),
+        # the old memory was written after March: it is no earlier state
+        ("User has a beer with friends most Friday nights.", "User hasn't touched alcohol since March, on doctor's orders.", 0.837,
+         None, ("2025-03-20T12:00:00+00:00", "2025-04-10T12:00:00+00:00")),
+    ),
     "temporary_ended": (
         ("User is on a business trip in Singapore until Friday.", "User flew back home to Seattle.", 0.854, None),
         ("User is on a business trip in Singapore until Friday.", "User's sister flew back home to Seattle.", 0.846, None),
@@ -118,9 +126,10 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
 }
 
 
-def pair(old: str, new: str, similarity: float, keys: tuple[str, str] | None) -> Pair:
+def pair(old: str, new: str, similarity: float, keys: tuple[str, str] | None, written: tuple[str, str] | None = None) -> Pair:
     old_key, new_key = keys or (None, None)
-    return Pair(read(new), read(old), similarity, new_key=new_key, old_key=old_key)
+    old_at, new_at = (datetime.fromisoformat(at) for at in written) if written else (None, None)
+    return Pair(read(new), read(old), similarity, new_key=new_key, old_key=old_key, new_at=new_at, old_at=old_at)
 
 
 def memory(content: str, key: str | None = None) -> JudgedMemory:
