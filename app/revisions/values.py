@@ -43,19 +43,23 @@ _ZH_ARTICLE = re.compile(r"^一(?:个|只|台|辆|名|家|位|件|条|张|本|�
 
 
 def zh_number(text: str) -> float | None:
-    """Value of an Arabic or Chinese numeral (up to the thousands)."""
+    """Value of an Arabic or Chinese numeral (up to the ten thousands). A digit closing a
+    numeral after 百, 千 or 万 counts in the next lower unit, as spoken: 一万二 is 12,000,
+    三千五 3,500 (十五 stays 15)."""
     if re.fullmatch(r"\d+(?:\.\d+)?", text):
         return float(text)
-    total, current = 0, 0
+    total, current, last_scale = 0, 0, 0
     for char in text:
         if char in _ZH_DIGITS:
             current = _ZH_DIGITS[char]
         elif char in "十百千万":
-            scale = {"十": 10, "百": 100, "千": 1000, "万": 10000}[char]
-            total += (current or 1) * scale
+            last_scale = {"十": 10, "百": 100, "千": 1000, "万": 10000}[char]
+            total += (current or 1) * last_scale
             current = 0
         else:
             return None
+    if current and last_scale >= 100 and text[-2] in "百千万":
+        current *= last_scale // 10
     return float(total + current)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from app.revisions.pairs import Pair, in_terms, terms_match
 from app.revisions.signals import read
-from app.revisions.values import anchored_numbers, extract_values, since
+from app.revisions.values import anchored_numbers, extract_values, since, zh_number
 
 # Stems sharing openings of every length, short words, Chinese bigrams and a non-ASCII word.
 VOCABULARY = frozenset(
@@ -157,3 +157,11 @@ def test_a_state_begun_after_the_old_memory(old_at: str, new_at: str, after: boo
     old = read("User enjoys red wine with dinner.")
     at = {name: datetime.fromisoformat(value + "T12:00:00+00:00") for name, value in (("old", old_at), ("new", new_at))}
     assert Pair(new, old, 0.82, new_at=at["new"], old_at=at["old"]).began_after_old is after
+
+
+@pytest.mark.parametrize(
+    ("numeral", "value"),
+    [("一万二", 12000), ("三千五", 3500), ("一百二", 120), ("一百零二", 102), ("十五", 15), ("五千", 5000), ("12", 12)],
+)
+def test_chinese_numerals_as_spoken(numeral: str, value: int) -> None:
+    assert zh_number(numeral) == value
