@@ -177,6 +177,9 @@ def _extract_en(ex: _Extractor) -> None:
     ex.take(r"\b([A-Za-z][\w\-]*[A-Za-z])\s+v?(\d+(?:\.\d+)*)\b(?!\s*[:%])", _version)
     ex.take(r"\b(?=[A-Za-z0-9\-./]*\d)(?=[A-Za-z0-9\-./]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9\-./]*[A-Za-z0-9]\b",
             lambda m: ("code", m.group(0).lower()))
+    # How often, in words: "twice a week" is "2 times a week" ("once the build passes" is not).
+    ex.take(r"\b(once|twice|thrice)\b(?=\s+(?:a|an|per|every|each)\b)",
+            lambda m: ("qty:time", str(("once", "twice", "thrice").index(m.group(1).lower()) + 1)), re.IGNORECASE)
     # "note 3", "topic 21", "room #4": a word, then a number that no unit follows.
     ex.take(r"\b([A-Za-z]{2,})\s+#?(\d+)\b(?![.:,%]\d)(?:\s+([A-Za-z]+))?", _identifier)
     # The unit stays in the text: "two kids" is also about the kids.

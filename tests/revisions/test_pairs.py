@@ -165,3 +165,15 @@ def test_a_state_begun_after_the_old_memory(old_at: str, new_at: str, after: boo
 )
 def test_chinese_numerals_as_spoken(numeral: str, value: int) -> None:
     assert zh_number(numeral) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("User goes to the gym twice a week.", {("qty:time", "2")}),
+        ("User goes to the gym four times a week.", {("qty:time", "4")}),
+        ("Once the build passes, deploy.", set()),  # "once" as "when"
+    ],
+)
+def test_how_often_in_words(text: str, values: set) -> None:
+    assert extract_values(text, False)[0] == frozenset(values)
