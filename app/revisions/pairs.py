@@ -10,7 +10,7 @@ from functools import cached_property, lru_cache
 
 from app.revisions.signals import Signals, read
 from app.revisions.values import Value, times_agree
-from app.text import lexicon, stem
+from app.text import STOPWORDS, lexicon, stem
 from app.text.people import SELF_EN
 
 # Value kinds that measure an attribute; a different one is a different value of it. Bare
@@ -35,6 +35,12 @@ _AFTER_CUE_CHARS = 12
 # Where a clause ends, and the auxiliaries of an English passive ("was cancelled").
 _CLAUSE_END = re.compile(r"[，。,.;；!！?？:：]")
 _PASSIVE = frozenset("was were been be is are got gets".split())
+# What may follow a verb with no object when it tells when: "retired last year", "shut down in
+# May", "closed on Friday", "ended 2024".
+_WHEN = re.compile(
+    r"(?:last|this|earlier|recently|yesterday|ago|after|before|since|when|(?:in|on|at|by)\s+"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun|(?:19|20)\d\d|the\s*end)\w*|(?:19|20)\d\d)(?:\s.*)?"
+)
 # A Latin name a Chinese sentence opens on ("order-center 的配置…"): its topic.
 _LEADING_NAME = re.compile(r"\s*([A-Za-z][\w.+#-]*)\s*[^\x00-\x7f]")
 _ANTONYMS = [(stem(a) if a.isascii() else a, stem(b) if b.isascii() else b) for a, b in lexicon("antonyms").pairs()]
@@ -276,10 +282,17 @@ class Pair:
             windows = [rest[:_AFTER_CUE_CHARS], before[-_AFTER_CUE_CHARS:]]
         else:
             preceding = re.findall(r"[\w'’-]+", before)
+            following = re.findall(r"[\w'’-]+", _CLAUSE_END.split(rest)[0])
             passive = bool(preceding) and preceding[-1].lower() in _PASSIVE
-            windows = [" ".join(re.findall(r"[\w'’-]+", rest)[:_AFTER_CUE_WORDS])]
+            # No object after the verb, the clause ending or going on with a time ("after Dr.
+            # Patel retired", "the café shut down in May"): what ended is its subject. ("stopped
+            # at a diner" names a place: nothing is read.)
+            intransitive = not following or _WHEN.fullmatch(" ".join(following[:2]).lower()) is not None
+            windows = [" ".join(following[:_AFTER_CUE_WORDS])]
             if passive:
                 windows.append(" ".join(preceding[-_AFTER_CUE_WORDS - 1 : -1]))
+            elif intransitive:
+                windows.append(" ".join(preceding[-_AFTER_CUE_WORDS:]))
         objects = frozenset(term for window in windows if window.strip() for term in read(window).terms)
         return frozenset(term for term in objects if in_terms(term, self.old.terms))
 

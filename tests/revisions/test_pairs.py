@@ -95,6 +95,11 @@ def test_a_word_that_is_no_unit_is_read_as_written() -> None:
         ("User has a Peloton membership.", "The Peloton membership includes classes; User cancelled Netflix.", set()),
         ("用户在学日语，准备考N1。", "用户说日语先放一放了，改学德语。", {"日语"}),  # a Chinese clause before the verb
         ("用户在学日语，准备考N1。", "日语课很好，用户把吉他卖了。", set()),  # another clause
+        ("User's dentist is Dr. Patel.", "User now sees Dr. Kim since Dr. Patel retired.", {"patel"}),  # no object: its subject
+        ("User's dentist is Dr. Patel.", "Dr. Patel retired the old drill.", set()),  # an object, not the subject
+        ("The café on Elm Street is the team's lunch spot.", "The café on Elm Street shut down in May.", {"caf", "elm", "street"}),
+        # a place follows, not a time: the subject ("team") is not read, only what follows
+        ("The team uses a diner for lunch.", "The team stopped at a diner on the trip.", {"diner"}),
     ],
 )
 def test_the_ended_thing_is_found_where_the_language_puts_it(old: str, new: str, ended: set) -> None:
