@@ -215,17 +215,19 @@ def _predecessor_ended(pair: Pair) -> str | None:
 
 def _began_since(pair: Pair) -> str | None:
     """The new state began after the old memory was written, and it goes against the old
-    one on the same attribute of the same person: negated, or with a change word ("enjoys
-    red wine with dinner", written last July / "has been sober since February and doesn't
-    want alcohol", written in April)."""
+    one, for the same person, on a thing both name or an attribute a person has one of at a
+    time: negated, or with a change word ("runs every morning", written last July / "hasn't
+    run since the knee surgery in February", written in April). An attribute of which a
+    person has several is not enough: "hasn't had coffee since February" leaves "drinks green
+    tea" standing."""
     new = pair.new
     if not pair.began_after_old or not pair.same_subject:
         return None
-    common = new.families & pair.old.families
     against = "a negation" if pair.polarity_flip else new.cue
-    if not common or not against:
+    topic = pair.shared or pair.single_attribute
+    if not topic or not against:
         return None
-    return f"'{against}' on the same {', '.join(sorted(common))}, begun after the old memory was written"
+    return f"'{against}' on {', '.join(sorted(topic))}, begun after the old memory was written"
 
 
 def _temporary_ended(pair: Pair) -> str | None:
@@ -331,7 +333,7 @@ RULES: tuple[Rule, ...] = (
     Rule("antonym", "CONFLICT", 0.1, _antonym, "the same statement with an opposite word"),
     Rule("explicit_change", "CONFLICT", 0.12, _explicit_change, "a change word acting on the same topic"),
     Rule("predecessor_ended", "CONFLICT", 0.05, _predecessor_ended, "the old one said to be gone, another name for it"),
-    Rule("began_since", "CONFLICT", 0.05, _began_since, "a state begun after the old memory, against it on the same attribute"),
+    Rule("began_since", "CONFLICT", 0.05, _began_since, "a state begun after the old memory, against it on the same thing"),
     Rule("temporary_ended", "CONFLICT", 0.05, _temporary_ended, "a temporary state said to have ended"),
     Rule("replaced_name", "CONFLICT", 0.02, _replaced_name, "a change word, one attribute, another name"),
     Rule("changed_attribute", "CONFLICT", 0.02, _changed_attribute, "a change word on the same attribute of one person"),

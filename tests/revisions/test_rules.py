@@ -91,10 +91,10 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
         ("User pays for a Tidal subscription to stream music.", "Songs now come from Deezer Premium; the old laptop was sold.", 0.836, None),
     ),
     "began_since": (
-        ("User has a beer with friends most Friday nights.", "User hasn't touched alcohol since March, on doctor's orders.", 0.837,
+        ("User runs five miles every morning before work.", "User hasn't run since March, after a knee surgery.", 0.828,
          None, ("2024-09-01T12:00:00+00:00", "2025-04-10T12:00:00+00:00")),
         # the old memory was written after March: it is no earlier state
-        ("User has a beer with friends most Friday nights.", "User hasn't touched alcohol since March, on doctor's orders.", 0.837,
+        ("User runs five miles every morning before work.", "User hasn't run since March, after a knee surgery.", 0.828,
          None, ("2025-03-20T12:00:00+00:00", "2025-04-10T12:00:00+00:00")),
     ),
     "temporary_ended": (
@@ -280,12 +280,23 @@ def test_refine_never_merges_two_attributes_of_one_subject(old: str, new: str, s
         ("User's phone number is 555-0100.", "User got a new phone, an iPhone 15.", 0.86),
         ("User is learning Spanish.", "User also started learning Japanese.", 0.896),
         ("User's daughter goes to Lincoln Elementary.", "User's son goes to Roosevelt Middle School.", 0.891),
+        # to stop at a place is to visit it, not to stop doing something
+        ("User volunteers at the animal shelter on Sundays.", "User stopped at the shelter on the way home to drop off blankets.", 0.849),
     ],
 )
 def test_lookalikes_keep_both(old: str, new: str, similarity: float) -> None:
     """Pairs that look like updates and are not: no judgement may be applied."""
     judgement = judge(old, new, similarity)
     assert not (judgement.decision in ACTIONS and judgement.confidence >= THRESHOLD), judgement.reason
+
+
+def test_a_state_begun_later_leaves_another_of_several_standing() -> None:
+    """A person drinks several things: giving up coffee since February does not end the green
+    tea of a memory written before, on no evidence but the kind of attribute."""
+    written = (datetime(2024, 6, 1, tzinfo=timezone.utc), datetime(2025, 4, 1, tzinfo=timezone.utc))
+    new, old = read("User hasn't had coffee since February."), read("User drinks green tea in the afternoon.")
+    decided = verdict(Pair(new, old, 0.802, new_at=written[1], old_at=written[0]), gap_days=304)
+    assert not (decided.decision in ACTIONS and decided.margin >= 0), decided.reason
 
 
 def test_one_judgement_per_candidate_in_order() -> None:
