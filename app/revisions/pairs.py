@@ -185,8 +185,8 @@ class Pair:
 
     @cached_property
     def renumbered(self) -> str | None:
-        """One named thing set to another bare number ("printWidth 80" / "printWidth to
-        100"): the thing and both numbers. The new text links the number to the thing ("to",
+        """One named thing set to another bare number ("max_connections 50" / "raised
+        max_connections to 200"): the thing and both numbers. The new text links the number to the thing ("to",
         "is", "="), so it sets a value rather than names another one ("ticket 4533"); bare
         numbers stay loose values otherwise, and the rule using this needs a change word."""
         for term, number, linked in sorted(self.new.anchored):
@@ -201,8 +201,8 @@ class Pair:
     @cached_property
     def began_after_old(self) -> bool:
         """The new text says its state began at a time after the old memory was written
-        ("sober since February", written in April, against a memory of last July): the old
-        one describes what held before. A month without a year is the last such month up to
+        ("hasn't run since March", written in April, against "runs every morning" of last
+        September): the old one describes what held before. A month without a year is the last such month up to
         the new memory's writing."""
         if self.new.since is None or self.new_at is None or self.old_at is None:
             return False
@@ -270,7 +270,7 @@ class Pair:
         """Shared terms where a word that ends what it acts on finds its object: right after
         it ("left Kestrel Health", "dropped Japanese", "cancelled the membership"), or before
         it where the language puts the object first: an English passive ("the old plan was
-        cancelled"), a Chinese clause (日语先放一放了, 把车卖了). The old thing, ended."""
+        cancelled"), a Chinese clause (钢琴先放一放了, 把旧电脑卖了). The old thing, ended."""
         cue = self.new.ending
         if not cue:
             return frozenset()

@@ -159,8 +159,8 @@ def _value_update(pair: Pair) -> str | None:
 
 
 def _number_changed(pair: Pair) -> str | None:
-    """A change word, and one named thing set to another number ("Prettier's printWidth is
-    80" / "The team bumped printWidth to 100")."""
+    """A change word, and one named thing set to another number ("The pool is capped at
+    max_connections 50" / "The DBA raised max_connections to 200")."""
     cue = pair.new.cue or pair.new.present
     if not cue or pair.different_subjects or not pair.renumbered:
         return None
@@ -201,8 +201,8 @@ def _explicit_change(pair: Pair) -> str | None:
 
 def _predecessor_ended(pair: Pair) -> str | None:
     """The new text says the thing it took the place of is gone, and names another thing of
-    the same attribute ("shares a Spotify family plan" / "streaming is now on YouTube Music;
-    the previous subscription was cancelled")."""
+    the same attribute ("pays for a Tidal subscription to stream music" / "songs now come
+    from Deezer Premium; the previous plan was cancelled")."""
     new = pair.new
     if not new.retired or pair.different_subjects or not pair.names_clash or pair.closeness < _ANOTHER_NAME_CLOSENESS:
         return None

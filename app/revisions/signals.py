@@ -72,7 +72,7 @@ class Signals:
     ending: str | None
     present: str | None
     replacement: str | None
-    retired: str | None  # the text says its predecessor is gone ("the old one was donated")
+    retired: str | None  # the text says its predecessor is gone ("the old bike was given away")
     future: str | None  # an intention, or a time to come
     intention: str | None
     temporary: str | None
@@ -229,8 +229,8 @@ _CLAUSES = re.compile(r"[.;!?。；！？\n]")
 
 
 def _retired(text: str) -> str | None:
-    """A word naming a predecessor and a word ending it in one clause ("the old one was
-    donated", "the previous subscription was cancelled", 原来的卡注销了): the two phrases."""
+    """A word naming a predecessor and a word ending it in one clause ("the old bike was given
+    away", "the previous plan was cancelled", 原来的卡注销了): the two phrases."""
     for clause in _CLAUSES.split(text):
         predecessor = _CUES["predecessor"].find(clause)
         ending = predecessor and _CUES["ending"].find(clause)

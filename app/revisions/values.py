@@ -44,7 +44,7 @@ _ZH_ARTICLE = re.compile(r"^一(?:个|只|台|辆|名|家|位|件|条|张|本|�
 
 def zh_number(text: str) -> float | None:
     """Value of an Arabic or Chinese numeral (up to the ten thousands). A digit closing a
-    numeral after 百, 千 or 万 counts in the next lower unit, as spoken: 一万二 is 12,000,
+    numeral after 百, 千 or 万 counts in the next lower unit, as spoken: 两万三 is 23,000,
     三千五 3,500 (十五 stays 15)."""
     if re.fullmatch(r"\d+(?:\.\d+)?", text):
         return float(text)
@@ -127,7 +127,7 @@ def _en_quantity(match: re.Match) -> Value:
     unit = re.sub(r"ies$", "y", word)
     unit = unit[:-1] if unit.endswith("s") and not unit.endswith("ss") else unit
     # The word as written is tested too: "one was" has no unit "wa". A capitalised word is
-    # a name, not a unit ("22 Birch Court", "three Nikkor primes"); short capitals are
+    # a name, not a unit ("14 Maple Lane", "two Leica lenses"); short capitals are
     # units ("16 GB", "100 Mbps").
     if word in _NOT_UNITS or unit in _NOT_UNITS or len(unit) < 2 or (written.istitle() and len(written) > 4):
         return ("num", _num(match.group(1)))
@@ -238,8 +238,8 @@ def _extract_zh(ex: _Extractor) -> None:
     ex.take(r"\b\d+(?:\.\d+)?\b", lambda m: ("num", _num(m.group(0))))
 
 
-# A number set on a named thing: the word, up to two linking words, the number ("printWidth 80",
-# "printWidth to 100", "retry limit is 5", "连接数改成50"). Not a clock time, a date or a
+# A number set on a named thing: the word, up to two linking words, the number ("max_connections
+# 50", "max_connections to 200", "retry limit is 5", "连接数改成50"). Not a clock time, a date or a
 # decimal's part.
 _LINKS = frozenset("to is was are were at of from now be set becomes became".split())
 _EN_TOKEN = re.compile(r"[A-Za-z][\w'’-]*|\d+(?:\.\d+)?")
@@ -251,7 +251,7 @@ _ZH_ANCHORED = re.compile(
 def anchored_numbers(text: str, cjk: bool) -> frozenset[tuple[str, str, bool]]:
     """(word, number, linked) for each bare number the text sets on a named thing; the word
     as written, lower-cased (the caller stems it). `linked`: a linking word stands between
-    them ("printWidth to 100"); a number right after a word may as well name the thing
+    them ("max_connections to 200"); a number right after a word may as well name the thing
     ("ticket 4521", "room 204")."""
     if cjk:
         return frozenset(

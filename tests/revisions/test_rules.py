@@ -205,7 +205,7 @@ def test_unknown_rules_cannot_be_switched_off() -> None:
         ("接口超时时间是 5 秒。", "接口超时时间调到了 10 秒。", 0.969),
         ("用户每天喝咖啡。", "用户戒咖啡了。", 0.953),
         # the object of the ending word comes before it
-        ("用户在学日语，准备考N1。", "用户说日语先放一放了，改学德语。", 0.947),
+        ("用户在学钢琴，每周上两节课。", "用户说钢琴先放一放了，改学吉他。", 0.938),
     ],
 )
 def test_updates_supersede(old: str, new: str, similarity: float) -> None:
@@ -335,7 +335,7 @@ def test_a_restatement_acts_on_nothing_else() -> None:
         ("User donated the old sofa to a shelter.", "donated"),
         ("The team phased out the legacy API.", "phased out"),
         ("用户把旧手机送人了。", "送人"),
-        ("用户改学韩语了。", "改学"),
+        ("用户改学吉他了。", "改学"),
     ],
 )
 def test_change_cues_are_found(text: str, cue: str) -> None:
