@@ -10,7 +10,7 @@ from functools import cached_property, lru_cache
 
 from app.revisions.signals import Signals, read
 from app.revisions.values import Value, times_agree
-from app.text import STOPWORDS, lexicon, stem
+from app.text import lexicon, stem
 from app.text.people import SELF_EN
 
 # Value kinds that measure an attribute; a different one is a different value of it. Bare
