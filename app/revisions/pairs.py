@@ -186,9 +186,10 @@ class Pair:
     @cached_property
     def renumbered(self) -> str | None:
         """One named thing set to another bare number ("max_connections 50" / "raised
-        max_connections to 200"): the thing and both numbers. The new text links the number to the thing ("to",
-        "is", "="), so it sets a value rather than names another one ("ticket 4533"); bare
-        numbers stay loose values otherwise, and the rule using this needs a change word."""
+        max_connections to 200"): the thing and both numbers. The new text links the number
+        to the thing ("to", "is", "="), so it sets a value rather than names another one
+        ("ticket 4533"); bare numbers stay loose values otherwise, and the rule using this
+        needs a change word."""
         for term, number, linked in sorted(self.new.anchored):
             if not linked:
                 continue
@@ -202,8 +203,8 @@ class Pair:
     def began_after_old(self) -> bool:
         """The new text says its state began at a time after the old memory was written
         ("hasn't run since March", written in April, against "runs every morning" of last
-        September): the old one describes what held before. A month without a year is the last such month up to
-        the new memory's writing."""
+        September): the old one describes what held before. A month without a year is the
+        last such month up to the new memory's writing."""
         if self.new.since is None or self.new_at is None or self.old_at is None:
             return False
         year, month = self.new.since

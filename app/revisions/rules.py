@@ -217,7 +217,7 @@ def _began_since(pair: Pair) -> str | None:
     """The new state began after the old memory was written, and it goes against the old
     one, for the same person, on a thing both name or an attribute a person has one of at a
     time: negated, or with a change word ("runs every morning", written last July / "hasn't
-    run since the knee surgery in February", written in April). An attribute of which a
+    run since February, after a knee surgery", written in April). An attribute of which a
     person has several is not enough: "hasn't had coffee since February" leaves "drinks green
     tea" standing."""
     new = pair.new
