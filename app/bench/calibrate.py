@@ -106,9 +106,10 @@ def examples(cases: list[dict[str, Any]], cache: Path) -> list[Example]:
             best = max((similarity for _, similarity in chosen), default=0.0)
             for old, similarity in chosen:
                 new_text, old_text = memories[new]["content"], memories[old]["content"]
-                pair = Pair(read(new_text), read(old_text), similarity)
+                new_at, old_at = datetime.fromisoformat(memories[new]["at"]), datetime.fromisoformat(memories[old]["at"])
+                pair = Pair(read(new_text), read(old_text), similarity, new_at=new_at, old_at=old_at)
                 rule = verdict(pair, disabled=frozenset({CALIBRATED})).rule
-                gap = (datetime.fromisoformat(memories[new]["at"]) - datetime.fromisoformat(memories[old]["at"])).total_seconds() / 86400
+                gap = (new_at - old_at).total_seconds() / 86400
                 label = updates._oracle_decision(case, new_text, old_text)
                 found.append(
                     Example(

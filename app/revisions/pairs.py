@@ -5,6 +5,7 @@ and how close their embeddings are."""
 import os
 import re
 from dataclasses import dataclass
+from datetime import date, datetime
 from functools import cached_property, lru_cache
 
 from app.revisions.signals import Signals, read
@@ -31,6 +32,15 @@ _FRAME_CHARS = 3
 # How far after a change word its object is looked for: four English words, twelve characters.
 _AFTER_CUE_WORDS = 4
 _AFTER_CUE_CHARS = 12
+# Where a clause ends, and the auxiliaries of an English passive ("was cancelled").
+_CLAUSE_END = re.compile(r"[，。,.;；!！?？:：]")
+_PASSIVE = frozenset("was were been be is are got gets".split())
+# What may follow a verb with no object when it tells when: "retired last year", "shut down in
+# May", "closed on Friday", "ended 2024".
+_WHEN = re.compile(
+    r"(?:last|this|earlier|recently|yesterday|ago|after|before|since|when|(?:in|on|at|by)\s+"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun|(?:19|20)\d\d|the\s*end)\w*|(?:19|20)\d\d)(?:\s.*)?"
+)
 # A Latin name a Chinese sentence opens on ("order-center 的配置…"): its topic.
 _LEADING_NAME = re.compile(r"\s*([A-Za-z][\w.+#-]*)\s*[^\x00-\x7f]")
 _ANTONYMS = [(stem(a) if a.isascii() else a, stem(b) if b.isascii() else b) for a, b in lexicon("antonyms").pairs()]
@@ -117,6 +127,8 @@ class Pair:
     similarity: float
     new_key: str | None = None
     old_key: str | None = None
+    new_at: datetime | None = None  # when each was written (the world's time, which imports set)
+    old_at: datetime | None = None
 
     @cached_property
     def closeness(self) -> float:
@@ -170,6 +182,36 @@ class Pair:
             (kind, value) for kind, value in self.new.values
             if not any(kind == other_kind and _agree(kind, value, other) for other_kind, other in self.old.values)
         )
+
+    @cached_property
+    def renumbered(self) -> str | None:
+        """One named thing set to another bare number ("max_connections 50" / "raised
+        max_connections to 200"): the thing and both numbers. The new text links the number
+        to the thing ("to", "is", "="), so it sets a value rather than names another one
+        ("ticket 4533"); bare numbers stay loose values otherwise, and the rule using this
+        needs a change word."""
+        for term, number, linked in sorted(self.new.anchored):
+            if not linked:
+                continue
+            old_numbers = {other_number for other, other_number, _ in self.old.anchored if terms_match(term, other)}
+            new_numbers = {new_number for other, new_number, _ in self.new.anchored if terms_match(term, other)}
+            if old_numbers and not old_numbers & new_numbers:
+                return f"{term} {'/'.join(sorted(old_numbers))} / {number}"
+        return None
+
+    @cached_property
+    def began_after_old(self) -> bool:
+        """The new text says its state began at a time after the old memory was written
+        ("hasn't run since March", written in April, against "runs every morning" of last
+        September): the old one describes what held before. A month without a year is the
+        last such month up to the new memory's writing."""
+        if self.new.since is None or self.new_at is None or self.old_at is None:
+            return False
+        year, month = self.new.since
+        if year is None:
+            year = self.new_at.year if month <= self.new_at.month else self.new_at.year - 1
+        began = date(year, month or 1, 1)
+        return began > self.old_at.date()
 
     @property
     def polarity_flip(self) -> bool:
@@ -226,19 +268,34 @@ class Pair:
 
     @cached_property
     def ended(self) -> frozenset[str]:
-        """Shared terms right after a word that ends what it acts on ("left Kestrel Health",
-        "dropped Japanese", "cancelled the membership"): the old thing, ended."""
+        """Shared terms where a word that ends what it acts on finds its object: right after
+        it ("left Kestrel Health", "dropped Japanese", "cancelled the membership"), or before
+        it where the language puts the object first: an English passive ("the old plan was
+        cancelled"), a Chinese clause (钢琴先放一放了, 把旧电脑卖了). The old thing, ended."""
         cue = self.new.ending
         if not cue:
             return frozenset()
         position = self.new.text.find(cue)
-        rest = self.new.text[position + len(cue) :] if position >= 0 else ""
+        if position < 0:
+            return frozenset()
+        rest, before = self.new.text[position + len(cue) :], _CLAUSE_END.split(self.new.text[:position])[-1]
         if self.new.cjk:
-            window = rest[:_AFTER_CUE_CHARS]
+            windows = [rest[:_AFTER_CUE_CHARS], before[-_AFTER_CUE_CHARS:]]
         else:
-            window = " ".join(re.findall(r"[\w'’-]+", rest)[:_AFTER_CUE_WORDS])
-        after = read(window).terms if window.strip() else frozenset()
-        return frozenset(term for term in after if in_terms(term, self.old.terms))
+            preceding = re.findall(r"[\w'’-]+", before)
+            following = re.findall(r"[\w'’-]+", _CLAUSE_END.split(rest)[0])
+            passive = bool(preceding) and preceding[-1].lower() in _PASSIVE
+            # No object after the verb, the clause ending or going on with a time ("after Dr.
+            # Patel retired", "the café shut down in May"): what ended is its subject. ("stopped
+            # at a diner" names a place: nothing is read.)
+            intransitive = not following or _WHEN.fullmatch(" ".join(following[:2]).lower()) is not None
+            windows = [" ".join(following[:_AFTER_CUE_WORDS])]
+            if passive:
+                windows.append(" ".join(preceding[-_AFTER_CUE_WORDS - 1 : -1]))
+            elif intransitive:
+                windows.append(" ".join(preceding[-_AFTER_CUE_WORDS:]))
+        objects = frozenset(term for window in windows if window.strip() for term in read(window).terms)
+        return frozenset(term for term in objects if in_terms(term, self.old.terms))
 
     @cached_property
     def substituted(self) -> tuple[str, str] | None:

@@ -41,6 +41,11 @@ class Rule:
     summary: str
 
 
+# How close a candidate must be for a new text naming another thing of its kind to replace it
+# when the two share no term (another name reads farther than a restated one).
+_ANOTHER_NAME_CLOSENESS = 0.82
+
+
 # ------------------------------------------------------------------ guards: keep both
 def _different_keys(pair: Pair) -> str | None:
     if pair.new_key and pair.old_key and pair.new_key != pair.old_key:
@@ -153,6 +158,15 @@ def _value_update(pair: Pair) -> str | None:
     return None
 
 
+def _number_changed(pair: Pair) -> str | None:
+    """A change word, and one named thing set to another number ("The pool is capped at
+    max_connections 50" / "The DBA raised max_connections to 200")."""
+    cue = pair.new.cue or pair.new.present
+    if not cue or pair.different_subjects or not pair.renumbered:
+        return None
+    return f"'{cue}': {pair.renumbered}"
+
+
 def _negated(pair: Pair) -> str | None:
     """The same statement, negated ("User likes sushi" / "User doesn't like sushi anymore")."""
     if pair.polarity_flip and pair.shared and pair.overlap >= 0.6 and not pair.different_subjects:
@@ -185,6 +199,37 @@ def _explicit_change(pair: Pair) -> str | None:
     return None
 
 
+def _predecessor_ended(pair: Pair) -> str | None:
+    """The new text says the thing it took the place of is gone, and names another thing of
+    the same attribute ("pays for a Tidal subscription to stream music" / "songs now come
+    from Deezer Premium; the previous plan was cancelled")."""
+    new = pair.new
+    if not new.retired or pair.different_subjects or not pair.names_clash or pair.closeness < _ANOTHER_NAME_CLOSENESS:
+        return None
+    common = new.families & pair.old.families
+    if not (common or pair.shared):
+        return None
+    topic = ", ".join(sorted(common or pair.shared))
+    return f"'{new.retired}', another name for {topic}"
+
+
+def _began_since(pair: Pair) -> str | None:
+    """The new state began after the old memory was written, and it goes against the old
+    one, for the same person, on a thing both name or an attribute a person has one of at a
+    time: negated, or with a change word ("runs every morning", written last July / "hasn't
+    run since February, after a knee surgery", written in April). An attribute of which a
+    person has several is not enough: "hasn't had coffee since February" leaves "drinks green
+    tea" standing."""
+    new = pair.new
+    if not pair.began_after_old or not pair.same_subject:
+        return None
+    against = "a negation" if pair.polarity_flip else new.cue
+    topic = pair.shared or pair.single_attribute
+    if not topic or not against:
+        return None
+    return f"'{against}' on {', '.join(sorted(topic))}, begun after the old memory was written"
+
+
 def _temporary_ended(pair: Pair) -> str | None:
     """The old state was temporary by its own words and the new one says it changed ("on a
     trip in Singapore until Friday" / "landed back home in Seattle")."""
@@ -198,7 +243,7 @@ def _replaced_name(pair: Pair) -> str | None:
     ("shares a Spotify family plan" / "music is now on YouTube Music; the previous
     subscription was cancelled")."""
     new = pair.new
-    if not new.cue or pair.different_subjects or not pair.names_clash or pair.closeness < 0.82:
+    if not new.cue or pair.different_subjects or not pair.names_clash or pair.closeness < _ANOTHER_NAME_CLOSENESS:
         return None
     common = pair.single_attribute
     if not common:
@@ -283,9 +328,12 @@ RULES: tuple[Rule, ...] = (
     Rule("only_value_changed", "CONFLICT", 0.05, _only_value_changed, "the one value of a favourite or preference changed"),
     Rule("other_instance", "COEXIST", 0.1, _other_instance, "another qualifier or number, no change word"),
     Rule("value_update", "CONFLICT", 0.2, _value_update, "the same statement, another value of a precise kind"),
+    Rule("number_changed", "CONFLICT", 0.1, _number_changed, "a change word, one named thing set to another number"),
     Rule("negated", "CONFLICT", 0.15, _negated, "the same statement negated"),
     Rule("antonym", "CONFLICT", 0.1, _antonym, "the same statement with an opposite word"),
     Rule("explicit_change", "CONFLICT", 0.12, _explicit_change, "a change word acting on the same topic"),
+    Rule("predecessor_ended", "CONFLICT", 0.05, _predecessor_ended, "the old one said to be gone, another name for it"),
+    Rule("began_since", "CONFLICT", 0.05, _began_since, "a state begun after the old memory, against it on the same thing"),
     Rule("temporary_ended", "CONFLICT", 0.05, _temporary_ended, "a temporary state said to have ended"),
     Rule("replaced_name", "CONFLICT", 0.02, _replaced_name, "a change word, one attribute, another name"),
     Rule("changed_attribute", "CONFLICT", 0.02, _changed_attribute, "a change word on the same attribute of one person"),
@@ -388,7 +436,15 @@ class RuleJudge:
         verdicts = _coherent(
             [
                 verdict(
-                    Pair(signals, read(c.memory.content), c.similarity, new_key=new.key, old_key=c.memory.key),
+                    Pair(
+                        signals,
+                        read(c.memory.content),
+                        c.similarity,
+                        new_key=new.key,
+                        old_key=c.memory.key,
+                        new_at=new.created_at,
+                        old_at=c.memory.created_at,
+                    ),
                     disabled=self.disabled,
                     gap_days=(new.created_at - c.memory.created_at).total_seconds() / 86400,
                     behind_best=best - c.similarity,

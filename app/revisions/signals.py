@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from app.revisions.values import Value, extract_values
+from app.revisions.values import Value, anchored_numbers, extract_values, since
 from app.text import STOPWORDS, ZH_EMPTY_CHARS, ZH_FUNCTION_CHARS, cjk_bigrams, is_cjk, lexicon, stem, words
 from app.text.people import RELATIONS, SELF_EN, SELF_ZH, opens_on_person, relations, subject
 
@@ -51,6 +51,8 @@ class Signals:
     text: str
     cjk: bool
     values: frozenset[Value]
+    anchored: frozenset[tuple[str, str, bool]]  # (term, number, linked): see values.anchored_numbers
+    since: tuple[int | None, int | None] | None  # (year, month) the stated state began ("since February")
     terms: frozenset[str]  # content terms: English stems, Chinese character bigrams, Latin words
     ordered: tuple[str, ...]  # the same terms in text order, repeats kept
     adjacent: frozenset[tuple[str, str]]  # a qualifier and the term it qualifies ("staging", "databas")
@@ -70,6 +72,7 @@ class Signals:
     ending: str | None
     present: str | None
     replacement: str | None
+    retired: str | None  # the text says its predecessor is gone ("the old bike was given away")
     future: str | None  # an intention, or a time to come
     intention: str | None
     temporary: str | None
@@ -222,6 +225,20 @@ def _skeleton(masked: str, cjk: bool) -> tuple[str, ...]:
     )
 
 
+_CLAUSES = re.compile(r"[.;!?。；！？\n]")
+
+
+def _retired(text: str) -> str | None:
+    """A word naming a predecessor and a word ending it in one clause ("the old bike was given
+    away", "the previous plan was cancelled", 原来的卡注销了): the two phrases."""
+    for clause in _CLAUSES.split(text):
+        predecessor = _CUES["predecessor"].find(clause)
+        ending = predecessor and _CUES["ending"].find(clause)
+        if ending:
+            return f"{predecessor} ... {ending}"
+    return None
+
+
 @lru_cache(maxsize=4096)
 def read(text: str) -> Signals:
     """Every signal of one text (cached: a text is judged many times)."""
@@ -240,6 +257,8 @@ def read(text: str) -> Signals:
         text=text,
         cjk=cjk,
         values=values,
+        since=since(text, cjk),
+        anchored=frozenset((word if cjk else stem(word), number, linked) for word, number, linked in anchored_numbers(text, cjk)),
         terms=frozenset(ordered),
         ordered=tuple(ordered),
         adjacent=frozenset(adjacent),
@@ -259,6 +278,7 @@ def read(text: str) -> Signals:
         ending=_CUES["ending"].find(text),
         present=_CUES["present"].find(text),
         replacement=_CUES["replacement"].find(text),
+        retired=_retired(text),
         future=_CUES["intention"].find(text) or _CUES["future"].find(text),
         intention=_CUES["intention"].find(text),
         temporary=_CUES["temporary"].find(text),

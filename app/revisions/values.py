@@ -43,19 +43,23 @@ _ZH_ARTICLE = re.compile(r"^一(?:个|只|台|辆|名|家|位|件|条|张|本|�
 
 
 def zh_number(text: str) -> float | None:
-    """Value of an Arabic or Chinese numeral (up to the thousands)."""
+    """Value of an Arabic or Chinese numeral (up to the ten thousands). A digit closing a
+    numeral after 百, 千 or 万 counts in the next lower unit, as spoken: 两万三 is 23,000,
+    三千五 3,500 (十五 stays 15)."""
     if re.fullmatch(r"\d+(?:\.\d+)?", text):
         return float(text)
-    total, current = 0, 0
+    total, current, last_scale = 0, 0, 0
     for char in text:
         if char in _ZH_DIGITS:
             current = _ZH_DIGITS[char]
         elif char in "十百千万":
-            scale = {"十": 10, "百": 100, "千": 1000, "万": 10000}[char]
-            total += (current or 1) * scale
+            last_scale = {"十": 10, "百": 100, "千": 1000, "万": 10000}[char]
+            total += (current or 1) * last_scale
             current = 0
         else:
             return None
+    if current and last_scale >= 100 and text[-2] in "百千万":
+        current *= last_scale // 10
     return float(total + current)
 
 
@@ -118,9 +122,14 @@ def _en_date(month: str, day: str | None) -> Value:
 
 
 def _en_quantity(match: re.Match) -> Value:
-    unit = re.sub(r"ies$", "y", match.group(2).lower())
+    written = match.group(2)
+    word = written.lower()
+    unit = re.sub(r"ies$", "y", word)
     unit = unit[:-1] if unit.endswith("s") and not unit.endswith("ss") else unit
-    if unit in _NOT_UNITS or len(unit) < 2:
+    # The word as written is tested too: "one was" has no unit "wa". A capitalised word is
+    # a name, not a unit ("14 Maple Lane", "two Leica lenses"); short capitals are
+    # units ("16 GB", "100 Mbps").
+    if word in _NOT_UNITS or unit in _NOT_UNITS or len(unit) < 2 or (written.istitle() and len(written) > 4):
         return ("num", _num(match.group(1)))
     return (f"qty:{unit}", _num(match.group(1)))
 
@@ -168,6 +177,9 @@ def _extract_en(ex: _Extractor) -> None:
     ex.take(r"\b([A-Za-z][\w\-]*[A-Za-z])\s+v?(\d+(?:\.\d+)*)\b(?!\s*[:%])", _version)
     ex.take(r"\b(?=[A-Za-z0-9\-./]*\d)(?=[A-Za-z0-9\-./]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9\-./]*[A-Za-z0-9]\b",
             lambda m: ("code", m.group(0).lower()))
+    # How often, in words: "twice a week" is "2 times a week" ("once the build passes" is not).
+    ex.take(r"\b(once|twice|thrice)\b(?=\s+(?:a|an|per|every|each)\b)",
+            lambda m: ("qty:time", str(("once", "twice", "thrice").index(m.group(1).lower()) + 1)), re.IGNORECASE)
     # "note 3", "topic 21", "room #4": a word, then a number that no unit follows.
     ex.take(r"\b([A-Za-z]{2,})\s+#?(\d+)\b(?![.:,%]\d)(?:\s+([A-Za-z]+))?", _identifier)
     # The unit stays in the text: "two kids" is also about the kids.
@@ -207,6 +219,7 @@ def _extract_zh(ex: _Extractor) -> None:
     ex.take(rf"({_ZH_NUM})\s*(?:元|块钱|块|美元)", lambda m: ("money", _num(m.group(1))))
     ex.take(rf"({_ZH_NUM})月({_ZH_NUM})[日号]",
             lambda m: ("date", f"{_num(m.group(1))}-{_num(m.group(2))}"))
+    ex.take(r"((?:19|20)\d{2})\s*年(?![前后代])", lambda m: ("year", m.group(1)))
     ex.take(r"(?:每个?|[上下这本])?(?:周|星期|礼拜)([一二三四五六日天])",
             lambda m: ("weekday", _ZH_WEEKDAYS[m.group(1)]))
     ex.take(r"(?:每个?|[上下这本])?周末", lambda m: ("weekday", "weekend"))
@@ -223,6 +236,71 @@ def _extract_zh(ex: _Extractor) -> None:
     ex.take(r"(?=[A-Za-z0-9\-./]*\d)(?=[A-Za-z0-9\-./]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9\-./]*[A-Za-z0-9]",
             lambda m: ("code", m.group(0).lower()))
     ex.take(r"\b\d+(?:\.\d+)?\b", lambda m: ("num", _num(m.group(0))))
+
+
+# A number set on a named thing: the word, up to two linking words, the number ("max_connections
+# 50", "max_connections to 200", "retry limit is 5", "连接数改成50"). Not a clock time, a date or a
+# decimal's part.
+_LINKS = frozenset("to is was are were at of from now be set becomes became".split())
+_EN_TOKEN = re.compile(r"[A-Za-z][\w'’-]*|\d+(?:\.\d+)?")
+_ZH_ANCHORED = re.compile(
+    rf"([{CJK_CHARS}]{{2}})(改成|改为|调到|调成|调整为|提高到|提到|降到|降低到|增加到|减到|设为|设成|是|为|到)?\s*(\d+(?:\.\d+)?)(?![\d.:：])"
+)
+
+
+def anchored_numbers(text: str, cjk: bool) -> frozenset[tuple[str, str, bool]]:
+    """(word, number, linked) for each bare number the text sets on a named thing; the word
+    as written, lower-cased (the caller stems it). `linked`: a linking word stands between
+    them ("max_connections to 200"); a number right after a word may as well name the thing
+    ("ticket 4521", "room 204")."""
+    if cjk:
+        return frozenset(
+            (match.group(1), _num(match.group(3)), bool(match.group(2))) for match in _ZH_ANCHORED.finditer(text)
+        )
+    tokens = list(_EN_TOKEN.finditer(text))
+    found = set()
+    for index, token in enumerate(tokens):
+        if not token.group(0)[0].isdigit() or re.match(r"\s*[:/.,-]?\d", text[token.end() :]):
+            continue
+        back, end = index - 1, token.start()
+        while back >= 0 and index - back <= 3:
+            gap = text[tokens[back].end() : end]
+            if not re.fullmatch(r"\s*[=:#]?\s*#?", gap):
+                break
+            word = tokens[back].group(0).lower()
+            if word[0].isdigit():
+                break
+            if word in _LINKS:
+                back, end = back - 1, tokens[back].start()
+                continue
+            if word not in STOPWORDS and len(word) >= 2 and not re.fullmatch(_MONTH_RE, word, re.IGNORECASE):
+                linked = back < index - 1 or bool(gap.strip(" #"))
+                found.add((word.removesuffix("'s").removesuffix("’s"), _num(token.group(0)), linked))
+            break
+    return frozenset(found)
+
+
+_EN_SINCE = re.compile(rf"\bsince\s+(?:(?:early|late|mid)[\s-]+)?(?:{_MONTH_RE}\b\.?(?:\s+((?:19|20)\d{{2}}))?|((?:19|20)\d{{2}})\b)", re.IGNORECASE)
+_ZH_SINCE = re.compile(rf"(?:从|自从|自)?(?:((?:19|20)\d{{2}})\s*年)?({_ZH_NUM})\s*月份?(?:开始|起|以来)")
+
+
+def since(text: str, cjk: bool) -> tuple[int | None, int | None] | None:
+    """When the text says its state began ("since February", "since 2023", 从三月开始, 2024年5月
+    以来): (year or None, month or None), or None."""
+    if cjk:
+        match = _ZH_SINCE.search(text)
+        if not match:
+            return None
+        month = zh_number(match.group(2))
+        if month is None or not 1 <= month <= 12:
+            return None
+        return (int(match.group(1)) if match.group(1) else None, int(month))
+    match = _EN_SINCE.search(text)
+    if not match:
+        return None
+    if match.group(1):
+        return (int(match.group(2)) if match.group(2) else None, _MONTHS.index(match.group(1)[:3].lower()) + 1)
+    return (int(match.group(3)), None)
 
 
 def extract_values(text: str, cjk: bool) -> tuple[frozenset[Value], str]:

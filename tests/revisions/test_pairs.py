@@ -1,10 +1,15 @@
-"""Term matching between two texts: the grouped look-up finds exactly what comparing a term
-with every other term finds, and the antonym rule reads both languages."""
+"""What the rules read from a pair: term matching (the grouped look-up finds exactly what
+comparing a term with every other term finds), antonyms in both languages, numbers set on a
+named thing, the thing an ending word ends, a predecessor said to be gone, value kinds, and
+when a stated state began."""
+
+from datetime import datetime
 
 import pytest
 
 from app.revisions.pairs import Pair, in_terms, terms_match
 from app.revisions.signals import read
+from app.revisions.values import anchored_numbers, extract_values, since, zh_number
 
 # Stems sharing openings of every length, short words, Chinese bigrams and a non-ASCII word.
 VOCABULARY = frozenset(
@@ -47,3 +52,133 @@ def test_grouped_lookup_finds_what_comparing_with_every_term_finds() -> None:
 )
 def test_antonyms_in_either_language(old: str, new: str, words: tuple[str, str] | None) -> None:
     assert Pair(read(new), read(old), 0.9).antonym == words
+
+
+@pytest.mark.parametrize(
+    ("text", "cjk", "anchored"),
+    [
+        ("The pool is configured with max_connections 50.", False, {("max_connections", "50", False)}),
+        ("The DBA raised max_connections to 200.", False, {("max_connections", "200", True)}),
+        ("max_connections = 30", False, {("max_connections", "30", True)}),
+        ("The standup is at 10:30 on May 3.", False, set()),  # a clock time, a date
+        ("User has 2 kids.", False, set()),  # "has" names nothing
+        ("连接池大小改成50。", True, {("大小", "50", True)}),
+    ],
+)
+def test_numbers_set_on_a_named_thing(text: str, cjk: bool, anchored: set) -> None:
+    assert anchored_numbers(text, cjk) == anchored
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "renumbered"),
+    [
+        ("The pool is configured with max_connections 50.", "The DBA raised max_connections to 200.", "max_connection 50 / 200"),
+        ("The pool is configured with max_connections 50.", "The DBA set max_connections to 50 again.", None),  # the same number
+        ("Ticket 4521 covers the login bug.", "The team moved ticket 4533 to the next sprint.", None),  # names another
+    ],
+)
+def test_renumbered(old: str, new: str, renumbered: str | None) -> None:
+    assert Pair(read(new), read(old), 0.9).renumbered == renumbered
+
+
+def test_a_word_that_is_no_unit_is_read_as_written() -> None:
+    """"one was" is a number and a verb, not a quantity of "wa"."""
+    values, _ = extract_values("The old one was given away.", False)
+    assert values == frozenset({("num", "1")})
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "ended"),
+    [
+        ("User drives a Honda Civic.", "User sold the Honda and now drives a Tesla.", {"honda"}),  # after the verb
+        ("User has a Peloton membership.", "The Peloton membership was cancelled in May.", {"peloton", "membership"}),  # passive
+        ("User has a Peloton membership.", "The Peloton membership includes classes; User cancelled Netflix.", set()),
+        ("用户在学钢琴，每周上两节课。", "用户说钢琴先放一放了，改学吉他。", {"钢琴"}),  # a Chinese clause before the verb
+        ("用户在学钢琴，每周上两节课。", "钢琴课很好，用户把旧电脑卖了。", set()),  # another clause
+        ("User's dentist is Dr. Patel.", "User now sees Dr. Kim since Dr. Patel retired.", {"patel"}),  # no object: its subject
+        ("User's dentist is Dr. Patel.", "Dr. Patel retired the old drill.", set()),  # an object, not the subject
+        ("The café on Elm Street is the team's lunch spot.", "The café on Elm Street shut down in May.", {"caf", "elm", "street"}),
+        # to stop at a place is to visit it: nothing ended
+        ("The team uses a diner for lunch.", "The team stopped at a diner on the trip.", set()),
+    ],
+)
+def test_the_ended_thing_is_found_where_the_language_puts_it(old: str, new: str, ended: set) -> None:
+    assert Pair(read(new), read(old), 0.9).ended == ended
+
+
+@pytest.mark.parametrize(
+    ("text", "retired"),
+    [
+        ("Songs now come from Deezer; the previous plan was cancelled.", "previous ... cancelled"),
+        ("User's new bike arrived and the old one was given away.", "the old ... given away"),
+        ("用户换了新卡，原来的卡注销了。", "原来的 ... 注销"),
+        ("User cancelled the plan. The previous one was better.", None),  # two sentences
+        ("User's previous job was in Boston.", None),
+    ],
+)
+def test_a_text_saying_its_predecessor_is_gone(text: str, retired: str | None) -> None:
+    assert read(text).retired == retired
+
+
+@pytest.mark.parametrize(
+    ("text", "cjk", "values"),
+    [
+        ("Orders ship to 14 Maple Lane.", False, {("num", "14")}),  # a street's name is no unit
+        ("The laptop has 16 GB of memory.", False, {("qty:gb", "16")}),  # short capitals are
+        ("用户2019年搬到了上海。", True, {("year", "2019")}),  # a year, not 2019 years
+        ("用户工作了20年了。", True, {("qty:年", "20")}),
+    ],
+)
+def test_value_kinds(text: str, cjk: bool, values: set) -> None:
+    assert extract_values(text, cjk)[0] == frozenset(values)
+
+
+@pytest.mark.parametrize(
+    ("text", "cjk", "began"),
+    [
+        ("User has been vegetarian since February.", False, (None, 2)),
+        ("Since 2023 the user works remotely.", False, (2023, None)),
+        ("User has worked there since mid-March 2024.", False, (2024, 3)),
+        ("User has lived here ever since.", False, None),
+        ("用户从三月开始不喝酒了。", True, (None, 3)),
+        ("用户2024年5月以来一直吃素。", True, (2024, 5)),
+    ],
+)
+def test_when_a_state_began(text: str, cjk: bool, began: tuple | None) -> None:
+    assert since(text, cjk) == began
+
+
+@pytest.mark.parametrize(
+    ("old_at", "new_at", "after"),
+    [
+        ("2024-07-03", "2025-04-11", True),  # February 2025, after last July
+        ("2025-02-20", "2025-04-11", False),  # written after February began
+        ("2023-12-01", "2025-01-11", True),  # written in January: last year's February, after December 2023
+        ("2024-07-03", "2025-01-11", False),  # February 2024 began before the old memory was written
+    ],
+)
+def test_a_state_begun_after_the_old_memory(old_at: str, new_at: str, after: bool) -> None:
+    new = read("User hasn't run since February.")
+    old = read("User runs every morning.")
+    at = {name: datetime.fromisoformat(value + "T12:00:00+00:00") for name, value in (("old", old_at), ("new", new_at))}
+    assert Pair(new, old, 0.82, new_at=at["new"], old_at=at["old"]).began_after_old is after
+
+
+@pytest.mark.parametrize(
+    ("numeral", "value"),
+    [("两万三", 23000), ("三千五", 3500), ("一百二", 120), ("一百零二", 102), ("十五", 15), ("五千", 5000), ("12", 12)],
+)
+def test_chinese_numerals_as_spoken(numeral: str, value: int) -> None:
+    assert zh_number(numeral) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("User goes to the gym twice a week.", {("qty:time", "2")}),
+        ("User goes to the gym four times a week.", {("qty:time", "4")}),
+        ("Once the build passes, deploy.", set()),  # "once" as "when"
+    ],
+)
+def test_how_often_in_words(text: str, values: set) -> None:
+    assert extract_values(text, False)[0] == frozenset(values)

@@ -18,7 +18,8 @@ THRESHOLD = 0.7
 # (tests/revisions/test_calibrated.py).
 TABLE = frozenset({CALIBRATED})
 
-# rule -> (old, new, similarity, (old key, new key)) where it decides, and a near miss where it must not.
+# rule -> (old, new, similarity, (old key, new key)[, (old written, new written)]) where it
+# decides, and a near miss where it must not.
 EXAMPLES: dict[str, tuple[tuple, tuple]] = {
     "different_keys": (
         ("User's shipping address is 22 Birch Court.", "Work orders ship to Suite 400, 1800 Commerce Drive.", 0.832,
@@ -67,6 +68,11 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
         ("From April to October the user bikes to the office.",
          "From November to March the user takes the train because the bike lanes ice over.", 0.88, None),
     ),
+    "number_changed": (
+        ("The connection pool is capped at max_connections 50.", "The DBA raised max_connections to 200 on the primary.", 0.894, None),
+        # a number right after a word may name another thing of the kind
+        ("Ticket 4521 covers the login bug.", "The team moved ticket 4533 to the next sprint.", 0.866, None),
+    ),
     "negated": (
         ("User likes sushi.", "User doesn't like sushi anymore.", 0.912, None),
         ("User likes sushi.", "User doesn't like spicy food.", 0.86, None),
@@ -78,6 +84,18 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
     "explicit_change": (
         ("User works at Google.", "User left Google and joined Stripe.", 0.862, None),
         ("User's dentist is Dr. Rivera.", "User moved the dentist appointment to Friday.", 0.889, None),
+    ),
+    "predecessor_ended": (
+        ("User pays for a Tidal subscription to stream music.", "Songs now come from Deezer Premium; the previous plan was cancelled.", 0.828, None),
+        # the thing said to be gone is of another kind than the old memory's
+        ("User pays for a Tidal subscription to stream music.", "Songs now come from Deezer Premium; the old laptop was sold.", 0.836, None),
+    ),
+    "began_since": (
+        ("User runs five miles every morning before work.", "User hasn't run since March, after a knee surgery.", 0.828,
+         None, ("2024-09-01T12:00:00+00:00", "2025-04-10T12:00:00+00:00")),
+        # the old memory was written after March: it is no earlier state
+        ("User runs five miles every morning before work.", "User hasn't run since March, after a knee surgery.", 0.828,
+         None, ("2025-03-20T12:00:00+00:00", "2025-04-10T12:00:00+00:00")),
     ),
     "temporary_ended": (
         ("User is on a business trip in Singapore until Friday.", "User flew back home to Seattle.", 0.854, None),
@@ -108,9 +126,10 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
 }
 
 
-def pair(old: str, new: str, similarity: float, keys: tuple[str, str] | None) -> Pair:
+def pair(old: str, new: str, similarity: float, keys: tuple[str, str] | None, written: tuple[str, str] | None = None) -> Pair:
     old_key, new_key = keys or (None, None)
-    return Pair(read(new), read(old), similarity, new_key=new_key, old_key=old_key)
+    old_at, new_at = (datetime.fromisoformat(at) for at in written) if written else (None, None)
+    return Pair(read(new), read(old), similarity, new_key=new_key, old_key=old_key, new_at=new_at, old_at=old_at)
 
 
 def memory(content: str, key: str | None = None) -> JudgedMemory:
@@ -185,6 +204,8 @@ def test_unknown_rules_cannot_be_switched_off() -> None:
         ("周例会定在周一上午十点。", "周例会改到周四下午三点了。", 0.958),
         ("接口超时时间是 5 秒。", "接口超时时间调到了 10 秒。", 0.969),
         ("用户每天喝咖啡。", "用户戒咖啡了。", 0.953),
+        # the object of the ending word comes before it
+        ("用户在学钢琴，每周上两节课。", "用户说钢琴先放一放了，改学吉他。", 0.938),
     ],
 )
 def test_updates_supersede(old: str, new: str, similarity: float) -> None:
@@ -259,12 +280,23 @@ def test_refine_never_merges_two_attributes_of_one_subject(old: str, new: str, s
         ("User's phone number is 555-0100.", "User got a new phone, an iPhone 15.", 0.86),
         ("User is learning Spanish.", "User also started learning Japanese.", 0.896),
         ("User's daughter goes to Lincoln Elementary.", "User's son goes to Roosevelt Middle School.", 0.891),
+        # to stop at a place is to visit it, not to stop doing something
+        ("User volunteers at the animal shelter on Sundays.", "User stopped at the shelter on the way home to drop off blankets.", 0.849),
     ],
 )
 def test_lookalikes_keep_both(old: str, new: str, similarity: float) -> None:
     """Pairs that look like updates and are not: no judgement may be applied."""
     judgement = judge(old, new, similarity)
     assert not (judgement.decision in ACTIONS and judgement.confidence >= THRESHOLD), judgement.reason
+
+
+def test_a_state_begun_later_leaves_another_of_several_standing() -> None:
+    """A person drinks several things: giving up coffee since February does not end the green
+    tea of a memory written before, on no evidence but the kind of attribute."""
+    written = (datetime(2024, 6, 1, tzinfo=timezone.utc), datetime(2025, 4, 1, tzinfo=timezone.utc))
+    new, old = read("User hasn't had coffee since February."), read("User drinks green tea in the afternoon.")
+    decided = verdict(Pair(new, old, 0.802, new_at=written[1], old_at=written[0]), gap_days=304)
+    assert not (decided.decision in ACTIONS and decided.margin >= 0), decided.reason
 
 
 def test_one_judgement_per_candidate_in_order() -> None:
@@ -300,6 +332,10 @@ def test_a_restatement_acts_on_nothing_else() -> None:
         ("用户不再吃肉了。", "不再"),
         ("会议改成了线上。", "改成"),
         ("用户换了新工作。", "换了"),
+        ("User donated the old sofa to a shelter.", "donated"),
+        ("The team phased out the legacy API.", "phased out"),
+        ("用户把旧手机送人了。", "送人"),
+        ("用户改学吉他了。", "改学"),
     ],
 )
 def test_change_cues_are_found(text: str, cue: str) -> None:
