@@ -31,7 +31,7 @@ from sqlalchemy import insert as insert_into
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, aliased
+from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction
 from sqlalchemy.orm.exc import StaleDataError
 from sqlalchemy.sql import TextClause
 from sqlalchemy.sql.util import find_tables
@@ -193,15 +193,18 @@ def _neighbour_conditions(
     return conditions
 
 
-def _in_namespace(conditions: list[ColumnElement[bool]]) -> Any:
+def _in_namespace(conditions: list[ColumnElement[bool]], *columns: ColumnElement[Any]) -> Any:
     """The namespace's rows filtered first (materialised), so the ANN index cannot drop rows
     from a small namespace: the exact scans read their neighbours from it."""
-    return (
-        select(Memory.id, Memory.embedding, Memory.created_at)
-        .where(*conditions)
-        .cte("in_namespace")
-        .prefix_with("MATERIALIZED")
-    )
+    return select(Memory.id, *columns).where(*conditions).cte("in_namespace").prefix_with("MATERIALIZED")
+
+
+def _unpacked(vector: Any) -> ColumnElement[Any]:
+    """The vector itself where a row holds a pointer to it: a stored vector lives out of line
+    (TOAST), and every use of the pointer fetches it again (about six buffers), which costs
+    more than comparing it. A scan that compares each row's vector with several others, or
+    one vector with every row, reads it once this way (the same values, copied)."""
+    return func.subvector(vector, 1, func.vector_dims(vector), type_=Vector())
 
 
 async def nearest_active(
@@ -244,8 +247,10 @@ def _nearest_statement(approximate: bool, bound: frozenset[str]) -> Select:
         distance = Memory.embedding.cosine_distance(embedding)
         nearest = select(Memory.id, (1 - distance).label("similarity")).where(*conditions).order_by(distance).limit(limit).subquery()
     else:
-        in_namespace = _in_namespace(conditions)
-        distance = in_namespace.c.embedding.cosine_distance(embedding)
+        # Each row's distance is computed once, as it is read (computed by the sort, it read the
+        # vector again from TOAST: 3.8 against 2.2 ms for 1,000 rows).
+        in_namespace = _in_namespace(conditions, Memory.embedding.cosine_distance(embedding).label("distance"))
+        distance = in_namespace.c.distance
         nearest = select(in_namespace.c.id, (1 - distance).label("similarity")).order_by(distance).limit(limit).subquery()
     # Fresh rows even for memories this session loaded before: a write compares their versions
     # with the ones its judge saw.
@@ -270,26 +275,34 @@ async def nearest_active_each(
     its neighbours exclude it and anything newer), for all of them in two statements: the
     neighbour ids, then their rows (fresh, as there) with the probes'. A probe that is no longer
     active, or has no vector, is absent."""
-    probe = aliased(Memory, name="probe")
+    # Every probe's vector and (exact) every row's are read out of TOAST once (`_unpacked`), not
+    # at each comparison: 58 against 7 ms for ten probes in 1,000 rows. Each distance is computed
+    # once, where the sort reads it.
+    probe = (
+        select(Memory.id, _unpacked(Memory.embedding).label("embedding"), Memory.created_at)
+        .where(Memory.id.in_(probes), Memory.status == "active", Memory.embedding.is_not(None))
+        .cte("probe")
+        .prefix_with("MATERIALIZED")
+    )
     conditions = _neighbour_conditions(namespace, memory_types=memory_types)
     if approximate:
-        distance = Memory.embedding.cosine_distance(probe.embedding)
-        near = select(Memory.id, (1 - distance).label("similarity")).where(
-            *conditions, Memory.id != probe.id, Memory.created_at <= probe.created_at
+        distance = Memory.embedding.cosine_distance(probe.c.embedding).label("distance")
+        near = select(Memory.id, distance).where(
+            *conditions, Memory.id != probe.c.id, Memory.created_at <= probe.c.created_at
         )
     else:
-        in_namespace = _in_namespace(conditions)
-        distance = in_namespace.c.embedding.cosine_distance(probe.embedding)
-        near = select(in_namespace.c.id, (1 - distance).label("similarity")).where(
-            in_namespace.c.id != probe.id, in_namespace.c.created_at <= probe.created_at
+        in_namespace = _in_namespace(conditions, _unpacked(Memory.embedding).label("embedding"), Memory.created_at)
+        distance = in_namespace.c.embedding.cosine_distance(probe.c.embedding).label("distance")
+        near = select(in_namespace.c.id, distance).where(
+            in_namespace.c.id != probe.c.id, in_namespace.c.created_at <= probe.c.created_at
         )
     nearest = near.order_by(distance).limit(limit).lateral("nearest")
+    similarity = 1 - nearest.c.distance
     statement = (
-        select(probe.id, nearest.c.id, nearest.c.similarity)
+        select(probe.c.id, nearest.c.id, similarity)
         .select_from(probe)
         .outerjoin(nearest, true())
-        .where(probe.id.in_(probes), probe.status == "active", probe.embedding.is_not(None))
-        .order_by(probe.id, nearest.c.similarity.desc())
+        .order_by(probe.c.id, similarity.desc())
     )
     pairs = (await session.execute(statement)).all()
     wanted = {probe_id for probe_id, _, _ in pairs} | {neighbour for _, neighbour, _ in pairs if neighbour is not None}
