@@ -18,13 +18,16 @@ from sqlalchemy import (
     bindparam,
     delete,
     event,
+    false,
     func,
     inspect,
     literal_column,
+    null,
     or_,
     select,
     text,
     true,
+    union_all,
     update,
 )
 from sqlalchemy import insert as insert_into
@@ -153,31 +156,6 @@ def unexpired(memory: type[Memory] = Memory, at: datetime | None = None) -> Colu
     return or_(memory.expires_at.is_(None), memory.expires_at > (func.now() if at is None else at))
 
 
-@lru_cache(maxsize=2)
-def _by_hash_statement(keyed: bool) -> Select:
-    """`find_active_by_hash`'s statement, built once per shape (a write runs it every time)."""
-    return (
-        select(Memory)
-        .where(
-            Memory.namespace == bindparam("namespace", type_=Text),
-            Memory.content_hash == bindparam("content_hash", type_=Text),
-            Memory.key == bindparam("key", type_=Text) if keyed else true(),
-            Memory.status == "active",
-            unexpired(),
-        )
-        .order_by(Memory.created_at)
-        .limit(1)
-    )
-
-
-async def find_active_by_hash(
-    session: AsyncSession, *, namespace: str, content_hash: str, key: str | None
-) -> Memory | None:
-    """An active memory with this text; a keyed write only matches a memory with its key."""
-    values = {"namespace": namespace, "content_hash": content_hash} | ({} if key is None else {"key": key})
-    return (await session.execute(_by_hash_statement(key is not None), values)).scalar_one_or_none()
-
-
 def _neighbour_conditions(
     namespace: Any, *, memory_types: Any = None, exclude: Any = None, not_after: Any = None
 ) -> list[ColumnElement[bool]]:
@@ -232,10 +210,8 @@ async def nearest_active(
     return [(memory, float(similarity)) for memory, similarity in (await session.execute(statement, values)).all()]
 
 
-@lru_cache(maxsize=32)
-def _nearest_statement(approximate: bool, bound: frozenset[str]) -> Select:
-    """`nearest_active`'s statement, built once per shape (which filters are `bound`): a write
-    runs it every time."""
+def _nearest(approximate: bool, bound: frozenset[str]) -> Select:
+    """The ids and similarities `nearest_active` reads (which filters are `bound`), nearest first."""
     conditions = _neighbour_conditions(
         bindparam("namespace", type_=Text),
         memory_types=bindparam("memory_types", expanding=True) if "memory_types" in bound else None,
@@ -245,13 +221,18 @@ def _nearest_statement(approximate: bool, bound: frozenset[str]) -> Select:
     embedding, limit = bindparam("embedding", type_=Vector()), bindparam("limit", type_=Integer)
     if approximate:
         distance = Memory.embedding.cosine_distance(embedding)
-        nearest = select(Memory.id, (1 - distance).label("similarity")).where(*conditions).order_by(distance).limit(limit).subquery()
-    else:
-        # Each row's distance is computed once, as it is read (computed by the sort, it read the
-        # vector again from TOAST: 3.8 against 2.2 ms for 1,000 rows).
-        in_namespace = _in_namespace(conditions, Memory.embedding.cosine_distance(embedding).label("distance"))
-        distance = in_namespace.c.distance
-        nearest = select(in_namespace.c.id, (1 - distance).label("similarity")).order_by(distance).limit(limit).subquery()
+        return select(Memory.id, (1 - distance).label("similarity")).where(*conditions).order_by(distance).limit(limit)
+    # Each row's distance is computed once, as it is read (computed by the sort, it read the
+    # vector again from TOAST: 3.8 against 2.2 ms for 1,000 rows).
+    in_namespace = _in_namespace(conditions, Memory.embedding.cosine_distance(embedding).label("distance"))
+    distance = in_namespace.c.distance
+    return select(in_namespace.c.id, (1 - distance).label("similarity")).order_by(distance).limit(limit)
+
+
+@lru_cache(maxsize=32)
+def _nearest_statement(approximate: bool, bound: frozenset[str]) -> Select:
+    """`nearest_active`'s statement, built once per shape: a write runs it every time."""
+    nearest = _nearest(approximate, bound).subquery()
     # Fresh rows even for memories this session loaded before: a write compares their versions
     # with the ones its judge saw.
     return (
@@ -260,6 +241,60 @@ def _nearest_statement(approximate: bool, bound: frozenset[str]) -> Select:
         .order_by(nearest.c.similarity.desc())
         .execution_options(populate_existing=True)
     )
+
+
+@lru_cache(maxsize=4)
+def _write_scan_statement(approximate: bool, keyed: bool) -> Select:
+    """`write_scan`'s statement, built once per shape: the neighbours, then the memory with the
+    same text (flagged `same_text`; it may be among the neighbours too)."""
+    nearest = _nearest(approximate, frozenset({"namespace", "embedding", "limit"})).subquery()
+    same = (
+        select(Memory.id)
+        .where(
+            Memory.namespace == bindparam("namespace", type_=Text),
+            Memory.content_hash == bindparam("content_hash", type_=Text),
+            Memory.key == bindparam("key", type_=Text) if keyed else true(),
+            Memory.status == "active",
+            unexpired(),
+        )
+        .order_by(Memory.created_at)
+        .limit(1)
+        .subquery()
+    )
+    found = union_all(
+        select(nearest.c.id, nearest.c.similarity, false().label("same_text")),
+        select(same.c.id, null().label("similarity"), true().label("same_text")),
+    ).subquery()
+    return (
+        select(Memory, found.c.similarity, found.c.same_text)
+        .join(found, Memory.id == found.c.id)
+        .order_by(found.c.same_text, found.c.similarity.desc())
+        .execution_options(populate_existing=True)
+    )
+
+
+async def write_scan(
+    session: AsyncSession,
+    *,
+    namespace: str,
+    embedding: np.ndarray,
+    limit: int,
+    content_hash: str,
+    key: str | None,
+    approximate: bool = False,
+) -> tuple[list[tuple[Memory, float]], Memory | None]:
+    """What a write reads before it stores, in one statement: `nearest_active`'s neighbours, and
+    the active memory holding the same text, if any (a keyed write only matches one with its key)."""
+    values = {"namespace": namespace, "embedding": embedding, "limit": limit, "content_hash": content_hash}
+    if key is not None:
+        values["key"] = key
+    rows, same_text = [], None
+    for memory, similarity, same in (await session.execute(_write_scan_statement(approximate, key is not None), values)).all():
+        if same:
+            same_text = memory
+        else:
+            rows.append((memory, float(similarity)))
+    return rows, same_text
 
 
 async def nearest_active_each(

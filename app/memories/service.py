@@ -58,15 +58,12 @@ class WriteOutcome:
         return WriteResponse(memory=MemoryOut.of(self.memory), deduplicated=self.deduplicated, revisions=self.revisions)
 
 
-async def _find_duplicate(session: AsyncSession, *, request: MemoryWrite, scanned: Scan, settings: Settings) -> Memory | None:
-    """The active memory this write repeats: the same normalised text, or near-identical text
-    carrying the same numbers. A keyed write only repeats a memory with that key, so its key
-    is never lost to a keyless twin."""
-    exact = await repository.find_active_by_hash(
-        session, namespace=request.namespace, content_hash=records.content_hash(request.content), key=request.key
-    )
-    if exact is not None:
-        return exact
+def _find_duplicate(request: MemoryWrite, *, same_text: Memory | None, scanned: Scan, settings: Settings) -> Memory | None:
+    """The active memory this write repeats: the same normalised text (`same_text`), or
+    near-identical text carrying the same numbers. A keyed write only repeats a memory with that
+    key, so its key is never lost to a keyless twin."""
+    if same_text is not None:
+        return same_text
     for memory, similarity in scanned.rows[:1]:
         repeats = similarity >= settings.dedup_cosine_threshold and records.same_numbers(memory.content, request.content)
         if repeats and request.key in (None, memory.key):
@@ -128,15 +125,17 @@ async def _store_locked(
         new.created_at = new.updated_at = now
     # One neighbour scan for deduplication and the triggers (SCAN_SPARE rows more than they need).
     limit = max(context.settings.strong_trigger_candidates, context.settings.weak_trigger_candidates) + SCAN_SPARE
-    rows = await repository.nearest_active(
+    rows, same_text = await repository.write_scan(
         session,
         namespace=request.namespace,
         embedding=embedding,
         limit=limit,
+        content_hash=records.content_hash(request.content),
+        key=request.key,
         approximate=repository.namespace_size(session, request.namespace) > context.settings.neighbour_scan_exact_max,
     )
     scanned = Scan(rows, complete=len(rows) < limit)
-    duplicate = await _find_duplicate(session, request=request, scanned=scanned, settings=context.settings)
+    duplicate = _find_duplicate(request, same_text=same_text, scanned=scanned, settings=context.settings)
     if duplicate is not None:
         await repository.touch(session, duplicate)
         WRITES.labels(outcome="deduplicated").inc()
