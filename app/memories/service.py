@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.auth import Access
-from app.core.errors import AppError, NotFound, Unavailable, problem_of, validation_problem
+from app.core.errors import AppError, NotFound, Unavailable, VersionConflict, problem_of, validation_problem
 from app.core.metrics import WRITES
 from app.core.settings import Settings
 from app.embeddings import chunking
@@ -35,6 +35,7 @@ from app.models import Memory, MemoryRelation
 from app.namespaces import tracking
 from app.revisions.service import (
     SCAN_SPARE,
+    STALE_RETRIES,
     Context,
     Ruled,
     Scan,
@@ -42,6 +43,7 @@ from app.revisions.service import (
     find_triggers,
     revise_new_memory,
     rule,
+    run_again_whole,
     still_holds,
 )
 
@@ -56,15 +58,12 @@ class WriteOutcome:
         return WriteResponse(memory=MemoryOut.of(self.memory), deduplicated=self.deduplicated, revisions=self.revisions)
 
 
-async def _find_duplicate(session: AsyncSession, *, request: MemoryWrite, scanned: Scan, settings: Settings) -> Memory | None:
-    """The active memory this write repeats: the same normalised text, or near-identical text
-    carrying the same numbers. A keyed write only repeats a memory with that key, so its key
-    is never lost to a keyless twin."""
-    exact = await repository.find_active_by_hash(
-        session, namespace=request.namespace, content_hash=records.content_hash(request.content), key=request.key
-    )
-    if exact is not None:
-        return exact
+def _find_duplicate(request: MemoryWrite, *, same_text: Memory | None, scanned: Scan, settings: Settings) -> Memory | None:
+    """The active memory this write repeats: the same normalised text (`same_text`), or
+    near-identical text carrying the same numbers. A keyed write only repeats a memory with that
+    key, so its key is never lost to a keyless twin."""
+    if same_text is not None:
+        return same_text
     for memory, similarity in scanned.rows[:1]:
         repeats = similarity >= settings.dedup_cosine_threshold and records.same_numbers(memory.content, request.content)
         if repeats and request.key in (None, memory.key):
@@ -126,15 +125,17 @@ async def _store_locked(
         new.created_at = new.updated_at = now
     # One neighbour scan for deduplication and the triggers (SCAN_SPARE rows more than they need).
     limit = max(context.settings.strong_trigger_candidates, context.settings.weak_trigger_candidates) + SCAN_SPARE
-    rows = await repository.nearest_active(
+    rows, same_text = await repository.write_scan(
         session,
         namespace=request.namespace,
         embedding=embedding,
         limit=limit,
+        content_hash=records.content_hash(request.content),
+        key=request.key,
         approximate=repository.namespace_size(session, request.namespace) > context.settings.neighbour_scan_exact_max,
     )
     scanned = Scan(rows, complete=len(rows) < limit)
-    duplicate = await _find_duplicate(session, request=request, scanned=scanned, settings=context.settings)
+    duplicate = _find_duplicate(request, same_text=same_text, scanned=scanned, settings=context.settings)
     if duplicate is not None:
         await repository.touch(session, duplicate)
         WRITES.labels(outcome="deduplicated").inc()
@@ -272,21 +273,32 @@ async def _store_in_batch(
     session: AsyncSession, lock: _BatchLock, *, request: MemoryWrite, embedding: np.ndarray, context: Context
 ) -> WriteOutcome:
     """One batch item, as `_store` does it, in a savepoint of its own (a refused item rolls back
-    alone), the lock released around a judge."""
+    alone), the lock released around a judge. A memory it changes that another writer changed
+    meanwhile rolls the item back, and it runs again from a fresh scan (`run_again_whole`)."""
     new = _new_memory(request, embedding=embedding, model=context.embedder.name, settings=context.settings)
     ruled = None
     attempts = context.settings.revision_judge_attempts
-    for attempt in range(attempts):
+    attempt = conflicts = 0
+    while True:
         await lock.take(request.namespace)
-        async with session.begin_nested():
-            stored = await _store_locked(
-                session, request=request, new=new, embedding=embedding, context=context, ruled=ruled, last=attempt == attempts - 1
-            )
+        try:
+            async with session.begin_nested():
+                with run_again_whole(session):
+                    stored = await _store_locked(
+                        session, request=request, new=new, embedding=embedding, context=context, ruled=ruled, last=attempt == attempts - 1
+                    )
+        except VersionConflict:
+            conflicts += 1
+            if conflicts == STALE_RETRIES:
+                raise
+            # The rollback took the memory out of the session, with what was done to it.
+            new = _new_memory(request, embedding=embedding, model=context.embedder.name, settings=context.settings)
+            continue
         if isinstance(stored, WriteOutcome):
             return stored
         await lock.release()
         ruled = await rule(stored.new, stored.candidates, context=context)
-    raise AssertionError("the last attempt stores")
+        attempt += 1
 
 
 async def write_batch(

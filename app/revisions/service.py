@@ -7,7 +7,8 @@ Every change a revision makes is recorded in memory_versions with changed_by
 rollback can replay history exactly.
 """
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from uuid import UUID
@@ -33,7 +34,7 @@ from app.revisions.rules import merge
 from app.revisions.signals import change_cue, is_future_plan
 
 ACTIONS = ("CONFLICT", "REFINE", "DUPLICATE")
-_STALE_RETRIES = 3
+STALE_RETRIES = 3
 # A neighbour scan reads this many rows more than the triggers need: rows of other types, later
 # times, or superseded since the scan are passed over there.
 SCAN_SPARE = 8
@@ -101,6 +102,22 @@ def _cooling(memory: Memory, *, at: datetime, settings: Settings) -> bool:
     )
 
 
+_RUN_AGAIN_WHOLE = "hindsight.changes_run_again_whole"
+
+
+@contextmanager
+def run_again_whole(session: AsyncSession) -> Iterator[None]:
+    """Inside, the caller holds a savepoint of its own around what may change memories, and
+    runs all of it again, from fresh reads, when one was changed by another writer meanwhile
+    (a `VersionConflict`, at most `STALE_RETRIES` times): a change takes no savepoint of its
+    own there, two statements fewer, and raises the conflict instead of retrying alone."""
+    session.info[_RUN_AGAIN_WHOLE] = True
+    try:
+        yield
+    finally:
+        session.info.pop(_RUN_AGAIN_WHOLE, None)
+
+
 async def _change(
     session: AsyncSession,
     memory: Memory,
@@ -111,21 +128,28 @@ async def _change(
     then: tuple[Memory, Callable[[Memory], bool]] | None = None,
 ) -> bool:
     """Apply `mutate` (which says whether it still applies) and, if it does, `then`'s change to
-    a second memory, and save both at once; on a concurrent change re-read them and try again."""
+    a second memory, and save both at once; on a concurrent change re-read them and try again
+    (unless the caller runs everything again: `run_again_whole`)."""
     changed = [memory] if then is None else [memory, then[0]]
-    for attempt in range(_STALE_RETRIES):
+
+    async def save() -> bool:
+        if not mutate(memory):
+            return False
+        if then is not None:
+            then[1](then[0])
+        await memories.save_changes(session, changed, changed_by=changed_by, at=at)
+        return True
+
+    if session.info.get(_RUN_AGAIN_WHOLE):
+        return await save()
+    for attempt in range(STALE_RETRIES):
         try:
             async with session.begin_nested():
-                if not mutate(memory):
-                    return False
-                if then is not None:
-                    then[1](then[0])
-                await memories.save_changes(session, changed, changed_by=changed_by, at=at)
-            return True
+                return await save()
         except VersionConflict:
             for stale in changed:
                 await session.refresh(stale)
-            if attempt == _STALE_RETRIES - 1:
+            if attempt == STALE_RETRIES - 1:
                 raise
     return False
 

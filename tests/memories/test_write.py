@@ -1,10 +1,11 @@
 import asyncio
 
 from httpx import AsyncClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Memory, MemoryVersion
+from app.memories import repository
+from app.models import Memory, MemoryVersion, RevisionLog
 
 
 async def write(client: AsyncClient, **fields):
@@ -143,6 +144,42 @@ async def test_batch_writes_in_order_and_rejects_items_alone(client: AsyncClient
     assert results[3]["deduplicated"] is True and results[3]["memory"]["id"] == results[0]["memory"]["id"]
     stored = (await db_session.execute(select(Memory.content).where(Memory.namespace == "user:b"))).scalars().all()
     assert sorted(stored) == ["likes tea", "works in Berlin"]
+
+
+async def test_a_batch_item_whose_change_lost_to_another_writer_runs_again_whole(live_client: AsyncClient, live_namespace: str, engine, monkeypatch):
+    ns, key = live_namespace, f"{live_namespace}:city"
+    old = (await live_client.post("/v1/memories", json={"namespace": ns, "content": "Lives in Oslo.", "key": key})).json()["memory"]
+    save = repository.save_changes
+    saves: list[list[str]] = []
+
+    async def another_writer_first(session, changed, **fields):
+        if not saves:  # another transaction changes the old memory after this write read it
+            async with engine.begin() as other:
+                await other.execute(text("UPDATE memories SET version = version + 1 WHERE id = :id"), {"id": old["id"]})
+        saves.append([str(memory.id) for memory in changed])
+        await save(session, changed, **fields)
+
+    monkeypatch.setattr(repository, "save_changes", another_writer_first)
+    item = {"namespace": ns, "content": "Lives in Bergen.", "key": key}
+    response = await live_client.post("/v1/memories:batch", json={"items": [item]})
+    assert response.status_code == 200, response.text
+    [result] = response.json()["results"]
+    assert result["status"] == 201, result
+    new = result["memory"]
+    # The supersede lost once; the item was rolled back and ran again from a fresh read.
+    assert len(saves) == 2 and saves[1] == [old["id"], new["id"]] and saves[0][0] == old["id"] and saves[0][1] != new["id"]
+    assert [(r["decision"], r["old_memory_id"], r["status"]) for r in result["revisions"]] == [("CONFLICT", old["id"], "applied")]
+    async with engine.connect() as connection:
+        rows = (await connection.execute(select(Memory.id, Memory.status, Memory.version).where(Memory.namespace == ns))).all()
+        assert sorted((str(i), status, version) for i, status, version in rows) == sorted(
+            [(old["id"], "superseded", 3), (new["id"], "active", 2)]
+        )
+        # Nothing of the attempt that lost is left: a version row a change that holds, one judgement.
+        for memory_id, expected in ((old["id"], [1, 3]), (new["id"], [1, 2])):
+            statement = select(MemoryVersion.version).where(MemoryVersion.memory_id == memory_id).order_by(MemoryVersion.version)
+            assert list((await connection.execute(statement)).scalars()) == expected
+        logged = await connection.scalar(select(func.count()).select_from(RevisionLog).where(RevisionLog.namespace == ns))
+    assert logged == 1
 
 
 async def test_concurrent_writes_of_the_same_content_leave_one_memory(live_client: AsyncClient, live_namespace: str, engine):
