@@ -24,7 +24,7 @@ from uuid import UUID
 # .917 / .712, 0.55 .833 / .917 / .700, 0.6 .833 / .792 / .694, 0.7 (before) .833 / .792 /
 # .644: at 0.7 a long pasted or answering turn that repeats the question's words outranks
 # the shorter turn the embedding clearly prefers. LoCoMo tuning: recall@10 .746 on all 760
-# questions (.739 at 0.7, final main of 2026-12-05); on every fourth .750 against .757 at 0.7,
+# questions (.739 at 0.7 in main's run of 2026-12-02); on every fourth .750 against .757 at 0.7,
 # recall@5 .678 against .652.
 LEXICAL_SHARE = 0.5
 # Dense context: a turn's cosine averaged with its direct neighbours' (without: .739 / .833).
