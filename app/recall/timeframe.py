@@ -17,13 +17,14 @@ from dateparser.date import DateDataParser
 from dateparser.languages.loader import default_loader
 from dateparser.search import search_dates
 
+from app.text.calendar_words import MONTHS, WEEKDAYS
+
 # The languages searched for expressions: detection over every language dateparser knows
 # costs ~10x more and finds "dates" in ordinary words of other languages.
 LANGUAGES = ("en", "zh")
 # A query longer than this is not searched for time expressions (pasted text, not a question).
 MAX_QUERY_CHARS = 500
 
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"^[a-z]+$")
 logging.getLogger("dateparser").setLevel(logging.WARNING)
@@ -71,7 +72,7 @@ def _month_names() -> frozenset[str]:
     names: set[str] = set()
     for language in LANGUAGES:
         info = default_loader.get_locale(language).info
-        for month in _MONTHS:
+        for month in MONTHS:
             names.update(name.lower() for name in info.get(month, []) if _WORD.match(name.lower()))
     return frozenset(names)
 
@@ -82,7 +83,6 @@ def _lowercase_month(word: str) -> bool:
 
 
 _UNITS = ("year", "month", "week", "day", "fortnight", "decade", "century")
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _TOKEN = re.compile(r"[^\W\d_]+")
 _DATE_NUMBER = re.compile(r"(?<![\w#])\d{1,4}(?:[-/.]\d{1,4}){0,2}(?:st|nd|rd|th)?(?!\w)")
 
@@ -95,7 +95,7 @@ def _date_words() -> frozenset[str]:
     words: set[str] = set()
     for language in LANGUAGES:
         info = default_loader.get_locale(language).info
-        for key in (*_MONTHS, *_WEEKDAYS, *_UNITS):
+        for key in (*MONTHS, *WEEKDAYS, *_UNITS):
             words.update(token for name in info.get(key, []) for token in _TOKEN.findall(name.lower()))
         # Relative words that are a date by themselves (yesterday, today); "last", "this" and
         # "next" only count beside a unit or a name above.

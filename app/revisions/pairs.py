@@ -11,6 +11,7 @@ from functools import cached_property, lru_cache
 from app.revisions.signals import Signals, read
 from app.revisions.values import Value, times_agree
 from app.text import lexicon, stem
+from app.text.calendar_words import MONTH_ABBREVIATIONS, WEEKDAY_ABBREVIATIONS
 from app.text.people import SELF_EN
 
 # Value kinds that measure an attribute; a different one is a different value of it. Bare
@@ -39,7 +40,7 @@ _PASSIVE = frozenset("was were been be is are got gets".split())
 # May", "closed on Friday", "ended 2024".
 _WHEN = re.compile(
     r"(?:last|this|earlier|recently|yesterday|ago|after|before|since|when|(?:in|on|at|by)\s+"
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun|(?:19|20)\d\d|the\s*end)\w*|(?:19|20)\d\d)(?:\s.*)?"
+    rf"(?:{'|'.join(MONTH_ABBREVIATIONS + WEEKDAY_ABBREVIATIONS)}|(?:19|20)\d\d|the\s*end)\w*|(?:19|20)\d\d)(?:\s.*)?"
 )
 # A Latin name a Chinese sentence opens on ("order-center 的配置…"): its topic.
 _LEADING_NAME = re.compile(r"\s*([A-Za-z][\w.+#-]*)\s*[^\x00-\x7f]")

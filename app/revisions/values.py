@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 
 from app.text import CJK_CHARS, STOPWORDS
+from app.text.calendar_words import MONTH_ABBREVIATIONS, WEEKDAY_ABBREVIATIONS
 
 Value = tuple[str, str]
 
@@ -25,12 +26,9 @@ _NUMBER_WORDS = {
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5,
               "六": 6, "七": 7, "八": 8, "九": 9}
 _ZH_NUM = r"\d+(?:\.\d+)?|[零一二两三四五六七八九十百千万]+"
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
-           "nov", "dec")
 _MONTH_RE = (r"(Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?"
              r"|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
-_WEEKDAYS = {"mon": "1", "tue": "2", "wed": "3", "thu": "4", "fri": "5",
-             "sat": "6", "sun": "7"}
+_WEEKDAYS = {day: str(number) for number, day in enumerate(WEEKDAY_ABBREVIATIONS, 1)}
 _ZH_WEEKDAYS = {"一": "1", "二": "2", "三": "3", "四": "4", "五": "5", "六": "6",
                 "日": "7", "天": "7"}
 _ZH_DAYPART_PM = ("下午", "晚上", "傍晚", "夜里")
@@ -118,7 +116,7 @@ def _en_time(match: re.Match) -> Value:
 
 
 def _en_date(month: str, day: str | None) -> Value:
-    return ("date", f"{_MONTHS.index(month[:3].lower()) + 1}-{day or '?'}")
+    return ("date", f"{MONTH_ABBREVIATIONS.index(month[:3].lower()) + 1}-{day or '?'}")
 
 
 def _en_quantity(match: re.Match) -> Value:
@@ -143,7 +141,7 @@ def _identifier(match: re.Match) -> Value | None:
 
 def _version(match: re.Match) -> Value | None:
     name = match.group(1)
-    if not re.search(r"[A-Z]", name) or name[:3].lower() in _MONTHS:
+    if not re.search(r"[A-Z]", name) or name[:3].lower() in MONTH_ABBREVIATIONS:
         return None
     return (f"version:{name.lower()}", match.group(2))
 
@@ -299,7 +297,7 @@ def since(text: str, cjk: bool) -> tuple[int | None, int | None] | None:
     if not match:
         return None
     if match.group(1):
-        return (int(match.group(2)) if match.group(2) else None, _MONTHS.index(match.group(1)[:3].lower()) + 1)
+        return (int(match.group(2)) if match.group(2) else None, MONTH_ABBREVIATIONS.index(match.group(1)[:3].lower()) + 1)
     return (int(match.group(3)), None)
 
 

@@ -12,9 +12,9 @@ in English ("may", "march" are verbs far more often).
 import re
 from dataclasses import dataclass
 
-_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+from app.text.calendar_words import MONTH_ABBREVIATIONS, WEEKDAY_ABBREVIATIONS
+
 _EN_DAY = r"(mon|tues|wednes|thurs|fri|satur|sun)days?"
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _EN_MONTH = (
     r"(January|February|March|April|May|June|July|August|September|October|November|December"
     r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\b\.?"
@@ -73,11 +73,11 @@ def _span(first: int, last: int, size: int, start: int) -> frozenset[int]:
 
 
 def _en_day(word: str) -> int:
-    return _DAYS.index(word[:3].lower())
+    return WEEKDAY_ABBREVIATIONS.index(word[:3].lower())
 
 
 def _en_month(word: str) -> int:
-    return _MONTHS.index(word[:3]) + 1
+    return MONTH_ABBREVIATIONS.index(word[:3].lower()) + 1
 
 
 def _zh_number(text: str) -> int | None:
