@@ -25,7 +25,10 @@ _NUMBER_WORDS = {
 }
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5,
               "六": 6, "七": 7, "八": 8, "九": 9}
-_ZH_NUM = r"\d+(?:\.\d+)?|[零一二两三四五六七八九十百千万]+"
+# A numeral is matched from the start of its run only: tried from inside a long run too, a
+# search that fails (no 月 after it) costs the square of the run's length (seconds for a
+# hostile 8,000-character text). A match that starts inside a run also matches from its start.
+_ZH_NUM = r"(?<![\d.])\d+(?:\.\d+)?|(?<![零一二两三四五六七八九十百千万])[零一二两三四五六七八九十百千万]+"
 _MONTH_RE = (r"(Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?"
              r"|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
 _WEEKDAYS = {day: str(number) for number, day in enumerate(WEEKDAY_ABBREVIATIONS, 1)}
@@ -227,7 +230,7 @@ def _extract_zh(ex: _Extractor) -> None:
     ex.take(r"凌晨|早上|上午|中午|下午|傍晚|晚上|夜里",
             lambda m: ("daypart", m.group(0)))
     ex.take(r"第\s*(\d+|[一二三四五六七八九十]+)\s*(条|章|节|届|期|个|次|名)", _zh_identifier)
-    ex.take(r"(\d+|[一二三四五六七八九十]+)\s*(号线|号楼|号门|栋|幢|室|期|届|路公交)", _zh_identifier)
+    ex.take(r"((?<!\d)\d+|(?<![一二三四五六七八九十])[一二三四五六七八九十]+)\s*(号线|号楼|号门|栋|幢|室|期|届|路公交)", _zh_identifier)
     ex.take(rf"({_ZH_NUM})\s*({'|'.join(_ZH_UNITS)})", _zh_quantity)
     ex.take(r"[“\"「『]([^”\"」』]{1,20})[”\"」』]", lambda m: ("entity", m.group(1)))
     ex.take(r"\b([A-Za-z][\w\-]*[A-Za-z])\s+v?(\d+(?:\.\d+)*)\b", _version)
