@@ -109,7 +109,6 @@ def examples(cases: list[dict[str, Any]], cache: Path) -> list[Example]:
                 new_at, old_at = datetime.fromisoformat(memories[new]["at"]), datetime.fromisoformat(memories[old]["at"])
                 pair = Pair(read(new_text), read(old_text), similarity, new_at=new_at, old_at=old_at)
                 rule = verdict(pair, disabled=frozenset({CALIBRATED})).rule
-                gap = (new_at - old_at).total_seconds() / 86400
                 label = updates._oracle_decision(case, new_text, old_text)
                 found.append(
                     Example(
@@ -117,7 +116,7 @@ def examples(cases: list[dict[str, Any]], cache: Path) -> list[Example]:
                         lang=case["lang"],
                         label=label if label in calibrated.ACTIONS else calibrated.KEEP,
                         rule=rule,
-                        features=calibrated.features(pair, rule, gap, best - similarity),
+                        features=calibrated.features(pair, rule, best - similarity),
                         barred=calibrated.barred_actions(pair),
                     )
                 )

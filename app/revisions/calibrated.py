@@ -49,7 +49,7 @@ def _share(terms: frozenset[str], others: frozenset[str]) -> float:
     return sum(1 for term in terms if in_terms(term, others)) / len(terms) if terms else 0.0
 
 
-def features(pair: Pair, rule: str, gap_days: float, behind_best: float) -> dict[str, float]:
+def features(pair: Pair, rule: str, behind_best: float) -> dict[str, float]:
     """The named features of one pair (a new memory, an older candidate) as the rules see it,
     with the rule that decided it, the days between the two memories, and how much less
     similar this candidate is than the write's nearest one (0 for the nearest)."""
@@ -77,7 +77,7 @@ def features(pair: Pair, rule: str, gap_days: float, behind_best: float) -> dict
         unique=float(new.unique is not None and old.unique is not None),
         new_values=float(bool(pair.new_values)),
         cjk=float(new.cjk),
-        log_gap_days=math.log1p(max(gap_days, 0.0)),
+        log_gap_days=math.log1p(max(pair.gap_days, 0.0)),
         nearest=float(behind_best <= 0.0),
         behind_best=max(behind_best, 0.0),
     )
@@ -169,12 +169,12 @@ def barred_actions(pair: Pair) -> frozenset[str]:
     return frozenset(action for action in ACTIONS if barred(pair, action))
 
 
-def call(model: PairModel, pair: Pair, rule: str, gap_days: float, behind_best: float) -> Call | None:
+def call(model: PairModel, pair: Pair, rule: str, behind_best: float) -> Call | None:
     """The action the model would take on an open pair, with its margin (negative: short of
     the acting probability), or None (see `choose`)."""
     if rule not in OPEN_RULES:
         return None
-    chosen = choose(model.probabilities(features(pair, rule, gap_days, behind_best)), barred_actions(pair))
+    chosen = choose(model.probabilities(features(pair, rule, behind_best)), barred_actions(pair))
     if chosen is None:
         return None
     decision, probability = chosen

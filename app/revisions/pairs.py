@@ -131,6 +131,13 @@ class Pair:
     new_at: datetime | None = None  # when each was written (the world's time, which imports set)
     old_at: datetime | None = None
 
+    @property
+    def gap_days(self) -> float:
+        """How many days after the old memory the new one was written (0 when a time is unknown)."""
+        if self.new_at is None or self.old_at is None:
+            return 0.0
+        return (self.new_at - self.old_at).total_seconds() / 86400
+
     @cached_property
     def closeness(self) -> float:
         if self.new.cjk and self.old.cjk:

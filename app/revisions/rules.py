@@ -365,15 +365,15 @@ def _table(pair: Pair, disabled: frozenset[str]) -> Verdict:
 
 
 def verdict(
-    pair: Pair, *, disabled: frozenset[str] = frozenset(), gap_days: float = 0.0, behind_best: float = 0.0
+    pair: Pair, *, disabled: frozenset[str] = frozenset(), behind_best: float = 0.0
 ) -> Verdict:
     """The table's verdict; where it left the pair open (a held rule, a fallback), the
     calibrated model's action when its probability reaches the acting one, stated as the
-    margin above it. `gap_days`: how much later the new memory was written; `behind_best`:
-    how much less similar the candidate is than the write's nearest candidate."""
+    margin above it. `behind_best`: how much less similar the candidate is than the write's
+    nearest candidate."""
     decided = _table(pair, disabled)
     model = calibrated.load() if CALIBRATED not in disabled else None
-    called = calibrated.call(model, pair, decided.rule, gap_days, behind_best) if model else None
+    called = calibrated.call(model, pair, decided.rule, behind_best) if model else None
     if called is None or called.margin < 0:
         return decided
     reason = f"calibrated {called.decision} p={called.probability:.3f} (acts from {called.probability - called.margin:.3f}); {decided.reason}"
@@ -446,7 +446,6 @@ class RuleJudge:
                         old_at=c.memory.created_at,
                     ),
                     disabled=self.disabled,
-                    gap_days=(new.created_at - c.memory.created_at).total_seconds() / 86400,
                     behind_best=best - c.similarity,
                 )
                 for c in candidates

@@ -49,7 +49,7 @@ def test_the_fitted_file_matches_the_code_and_says_how_it_was_made() -> None:
     model = calibrated.load()
     assert model is not None
     example = pair(*EXAMPLES["likely_update"][0])
-    assert set(model.names) == set(calibrated.features(example, "likely_update", 1.0, 0.0))
+    assert set(model.names) == set(calibrated.features(example, "likely_update", 0.0))
     data = json.loads(calibrated.MODEL_PATH.read_text(encoding="utf-8"))
     assert data["command"] == "python -m app.bench.calibrate"
     assert "tuning split" in data["fitted_on"]
@@ -79,7 +79,8 @@ def test_guards_and_sure_rules_are_never_overridden(rule, monkeypatch) -> None:
     ],
 )
 def test_a_sure_call_acts_with_a_confidence_stated_from_the_threshold(old, new, similarity, days, decision) -> None:
-    table = verdict(Pair(read(new), read(old), similarity), disabled=TABLE, gap_days=days)
+    written = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    table = verdict(Pair(read(new), read(old), similarity, new_at=written + timedelta(days=days), old_at=written), disabled=TABLE)
     assert table.rule in calibrated.OPEN_RULES and table.margin <= 0
     confidences = []
     for threshold in (0.5, 0.7, 0.9):

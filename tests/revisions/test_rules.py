@@ -295,7 +295,7 @@ def test_a_state_begun_later_leaves_another_of_several_standing() -> None:
     tea of a memory written before, on no evidence but the kind of attribute."""
     written = (datetime(2024, 6, 1, tzinfo=timezone.utc), datetime(2025, 4, 1, tzinfo=timezone.utc))
     new, old = read("User hasn't had coffee since February."), read("User drinks green tea in the afternoon.")
-    decided = verdict(Pair(new, old, 0.802, new_at=written[1], old_at=written[0]), gap_days=304)
+    decided = verdict(Pair(new, old, 0.802, new_at=written[1], old_at=written[0]))
     assert not (decided.decision in ACTIONS and decided.margin >= 0), decided.reason
 
 
