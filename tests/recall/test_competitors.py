@@ -54,14 +54,14 @@ def test_a_far_less_relevant_newer_memory_does_not_jump() -> None:
 
 
 def test_a_newer_memory_the_words_miss_but_the_embedding_finds_as_close_competes_for_the_present() -> None:
-    native = hit("User's native language is Portuguese.", 2024, dense=0.9)
-    learning = hit("User is learning Japanese.", 2025, relevance=0.4, dense=1.0)
-    links = {frozenset((native.id, learning.id)): "coexists"}
-    assert order([native, learning], "Which language is the user studying at the moment?", links=links) == [learning.id, native.id]
+    first = hit("User's first instrument was the piano.", 2024, dense=0.9)
+    learning = hit("User is taking cello lessons.", 2025, relevance=0.4, dense=1.0)
+    links = {frozenset((first.id, learning.id)): "coexists"}
+    assert order([first, learning], "Which instrument is the user practising at the moment?", links=links) == [learning.id, first.id]
     # Farther from the query by its embedding too: it stays where relevance put it.
-    farther = hit("User is learning Japanese.", 2025, relevance=0.4, dense=0.8)
-    links = {frozenset((native.id, farther.id)): "coexists"}
-    assert order([native, farther], "Which language is the user studying at the moment?", links=links) == [native.id, farther.id]
+    farther = hit("User is taking cello lessons.", 2025, relevance=0.4, dense=0.8)
+    links = {frozenset((first.id, farther.id)): "coexists"}
+    assert order([first, farther], "Which instrument is the user practising at the moment?", links=links) == [first.id, farther.id]
 
 
 def test_unlinked_memories_about_different_people_do_not_compete() -> None:
@@ -98,7 +98,7 @@ def test_only_what_the_question_needs_is_looked_up() -> None:
 def test_a_question_naming_a_time_puts_the_memory_whose_own_period_holds_it_first() -> None:
     weekdays = hit("User works weekdays as an accountant at a bank.", 2024)
     weekends = hit("On weekends the user coaches a junior football team.", 2025, relevance=0.95)
-    assert order([weekdays, weekends], "Where does the user work at the weekend?") == [weekends.id, weekdays.id]
+    assert order([weekdays, weekends], "How does the user spend the weekend?") == [weekends.id, weekdays.id]
     assert order([weekends, weekdays], "What does the user do on Tuesdays?") == [weekdays.id, weekends.id]
     summer = hit("From May to September the user swims in the lake.", 2025)
     winter = hit("From December to February the user goes to the indoor pool.", 2024, relevance=0.9)

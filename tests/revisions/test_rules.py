@@ -22,9 +22,9 @@ TABLE = frozenset({CALIBRATED})
 # decides, and a near miss where it must not.
 EXAMPLES: dict[str, tuple[tuple, tuple]] = {
     "different_keys": (
-        ("User's shipping address is 22 Birch Court.", "Work orders ship to Suite 400, 1800 Commerce Drive.", 0.832,
+        ("User's shipping address is 7 Larch Lane.", "Work parcels go to Unit 12, 450 Harbor Road.", 0.832,
          ("user:u:shipping:home", "user:u:shipping:work")),
-        ("User's shipping address is 22 Birch Court.", "Work orders ship to Suite 400, 1800 Commerce Drive.", 0.832, None),
+        ("User's shipping address is 7 Larch Lane.", "Work parcels go to Unit 12, 450 Harbor Road.", 0.832, None),
     ),
     "different_subjects": (
         ("User works as a nurse.", "My brother works as a nurse too.", 0.898, None),
