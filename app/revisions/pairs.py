@@ -35,12 +35,21 @@ _AFTER_CUE_WORDS = 4
 _AFTER_CUE_CHARS = 12
 # Where a clause ends, and the auxiliaries of an English passive ("was cancelled").
 _CLAUSE_END = re.compile(r"[，。,.;；!！?？:：]")
-_PASSIVE = frozenset("was were been be is are got gets".split())
+_GRAMMAR = lexicon("grammar")
+_PASSIVE = _GRAMMAR.words("en", "passive")
+
+
+def _one_of(section: str) -> str:
+    """A grammar section's English entries as one regex alternative."""
+    return "|".join(r"\s*".join(re.escape(word) for word in entry.split()) for entry in sorted(_GRAMMAR.words("en", section)))
+
+
 # What may follow a verb with no object when it tells when: "retired last year", "shut down in
 # May", "closed on Friday", "ended 2024".
 _WHEN = re.compile(
-    r"(?:last|this|earlier|recently|yesterday|ago|after|before|since|when|(?:in|on|at|by)\s+"
-    rf"(?:{'|'.join(MONTH_ABBREVIATIONS + WEEKDAY_ABBREVIATIONS)}|(?:19|20)\d\d|the\s*end)\w*|(?:19|20)\d\d)(?:\s.*)?"
+    rf"(?:{_one_of('when')}|(?:{_one_of('when_preposition')})\s+"
+    rf"(?:{'|'.join(MONTH_ABBREVIATIONS + WEEKDAY_ABBREVIATIONS)}|(?:19|20)\d\d|{_one_of('when_point')})\w*"
+    r"|(?:19|20)\d\d)(?:\s.*)?"
 )
 # A Latin name a Chinese sentence opens on ("order-center 的配置…"): its topic.
 _LEADING_NAME = re.compile(r"\s*([A-Za-z][\w.+#-]*)\s*[^\x00-\x7f]")

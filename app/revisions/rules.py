@@ -231,8 +231,8 @@ def _began_since(pair: Pair) -> str | None:
 
 
 def _temporary_ended(pair: Pair) -> str | None:
-    """The old state was temporary by its own words and the new one says it changed ("on a
-    trip in Singapore until Friday" / "landed back home in Seattle")."""
+    """The old state was temporary by its own words and the new one says it changed
+    ("house-sitting for a friend in Vermont until Sunday" / "drove back home to Denver")."""
     if pair.old.temporary and pair.new.cue and pair.same_subject and pair.names_clash and not pair.new.temporary:
         return f"a temporary state ('{pair.old.temporary}') ended ('{pair.new.cue}')"
     return None

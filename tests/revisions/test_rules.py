@@ -98,8 +98,8 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
          None, ("2025-03-20T12:00:00+00:00", "2025-04-10T12:00:00+00:00")),
     ),
     "temporary_ended": (
-        ("User is on a business trip in Singapore until Friday.", "User flew back home to Seattle.", 0.854, None),
-        ("User is on a business trip in Singapore until Friday.", "User's sister flew back home to Seattle.", 0.846, None),
+        ("User is house-sitting for a friend in Vermont until Sunday.", "User drove back home to Denver.", 0.844, None),
+        ("User is house-sitting for a friend in Vermont until Sunday.", "User's cousin drove back home to Denver.", 0.856, None),
     ),
     "replaced_name": (
         ("User lives in Chicago.", "User moved to Portland last month.", 0.852, None),
