@@ -30,6 +30,12 @@ _SLOT_CHARS = 4
 # than the stretch that differs).
 _FRAME_WORDS = 1
 _FRAME_CHARS = 3
+# The least an old statement must hold for a new text holding it to extend it (English words,
+# Chinese characters of its skeleton), and the least the new one must add.
+_EXTENDED_WORDS = 3
+_EXTENDED_CHARS = 4
+_EXTENSION_WORDS = 2
+_EXTENSION_CHARS = 3
 # How far after a change word its object is looked for: four English words, twelve characters.
 _AFTER_CUE_WORDS = 4
 _AFTER_CUE_CHARS = 12
@@ -364,6 +370,25 @@ class Pair:
             return True
         new_name, old_name = _LEADING_NAME.match(self.new.text), _LEADING_NAME.match(self.old.text)
         return bool(new_name and old_name and new_name.group(1).lower() == old_name.group(1).lower())
+
+    @cached_property
+    def extends(self) -> bool:
+        """The new text holds the old statement word for word, in its order, and goes on
+        ("User is allergic to shellfish" / "... to shellfish, especially shrimp, and carries
+        antihistamines"): every word of the old one's skeleton (at least _EXTENDED_WORDS
+        English words or _EXTENDED_CHARS characters), every value of it agreed, and more
+        (words or characters, and values of its own) than it."""
+        old, new = self.old.skeleton, self.new.skeleton
+        shortest, more = (_EXTENDED_CHARS, _EXTENSION_CHARS) if self.new.cjk else (_EXTENDED_WORDS, _EXTENSION_WORDS)
+        if len(old) < shortest or len(new) - len(old) + len(self.new_values) < more:
+            return False
+        remaining = iter(new)
+        if not all(token in remaining for token in old):  # a subsequence: in order, gaps allowed
+            return False
+        return all(
+            any(kind == other_kind and _agree(kind, value, other) for other_kind, other in self.new.values)
+            for kind, value in self.old.values
+        )
 
     @cached_property
     def adds_detail(self) -> bool:

@@ -110,6 +110,20 @@ def _other_instance(pair: Pair) -> str | None:
 
 
 # ------------------------------------------------------------------ actions
+def _extension(pair: Pair) -> str | None:
+    """The new text restates the old statement, word for word and in order, and adds detail to
+    it ("User is allergic to shellfish" / "User is allergic to shellfish, especially shrimp, and
+    carries antihistamines"): the new one holds everything the old one said, so it replaces
+    it, with nothing lost. A change word, a negation, a clashing value or another person
+    says the statement changed, not that it grew."""
+    new = pair.new
+    if not pair.extends or pair.different_subjects or pair.polarity_flip or pair.clashes or pair.antonym:
+        return None
+    if new.cue or new.weak_cue:
+        return None
+    return "extension: the old statement restated with more detail"
+
+
 def _restatement(pair: Pair) -> str | None:
     new, old = pair.new, pair.old
     if pair.polarity_flip or pair.clashes or pair.names_clash or new.cue or new.weak_cue or pair.requalified or pair.antonym:
@@ -324,6 +338,7 @@ RULES: tuple[Rule, ...] = (
     Rule("additive", "COEXIST", 0.1, _additive, "'also', 'another': added beside, not replacing"),
     Rule("still", "COEXIST", 0.1, _still, "'still': the old state holds"),
     Rule("other_attribute", "COEXIST", 0.1, _other_attribute, "possessive statements about different attributes"),
+    Rule("extension", "REFINE", 0.1, _extension, "the old statement restated word for word with more detail"),
     Rule("restatement", "DUPLICATE", 0.15, _restatement, "the same statement again"),
     Rule("only_value_changed", "CONFLICT", 0.05, _only_value_changed, "the one value of a favourite or preference changed"),
     Rule("other_instance", "COEXIST", 0.1, _other_instance, "another qualifier or number, no change word"),
@@ -387,6 +402,14 @@ def merge(old: str, new: str) -> str:
     if read(old).cjk:
         return old + ("" if old.endswith(("。", "！", "？", "!", "?")) else "。") + new
     return old + ("" if old.endswith((".", "!", "?")) else ".") + " " + new
+
+
+def _merged(old: str, new: str, verdict_: Verdict) -> str | None:
+    """What a REFINE stores: the new text alone when it holds the old one (an extension), else
+    both texts."""
+    if verdict_.decision != "REFINE":
+        return None
+    return new.strip() if verdict_.rule == "extension" else merge(old, new)
 
 
 def _demote(verdict: Verdict, why: str) -> Verdict:
@@ -458,7 +481,7 @@ class RuleJudge:
                 decision=verdict_.decision,
                 confidence=self._confidence(verdict_.margin),
                 reason=f"{verdict_.reason} [{verdict_.rule}]",
-                merged_content=merge(candidate.memory.content, new.content) if verdict_.decision == "REFINE" else None,
+                merged_content=_merged(candidate.memory.content, new.content, verdict_),
             )
             for candidate, verdict_ in zip(candidates, verdicts, strict=True)
         ]

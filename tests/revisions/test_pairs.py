@@ -199,3 +199,27 @@ def test_numerals_read_from_the_start_of_their_run() -> None:
     values, _ = extract_values("地铁12号线，一万二千元，3月15日", True)
     assert values == {("id", "号线 12"), ("money", "12000"), ("date", "3-15")}
     assert since("从十二月开始不喝咖啡了", True) == (None, 12)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "extends"),
+    [
+        ("User volunteers at the animal shelter.", "User volunteers at the animal shelter on Sundays, walking dogs.", True),
+        # qualifiers inserted inside the old statement
+        ("User volunteers at the animal shelter.", "User happily volunteers twice a month at the old animal shelter.", True),
+        # its words in another order
+        ("User volunteers at the animal shelter.", "At the animal shelter the user volunteers on Sundays.", False),
+        # nothing added
+        ("User volunteers at the animal shelter.", "The user volunteers at the animal shelter!", False),
+        # too short a statement to be restated by chance only
+        ("User swims.", "User swims on Tuesdays at the lido near the station.", False),
+        # a value of the old statement not kept
+        ("The build takes 12 minutes on the CI runners.", "The build takes 20 minutes on the CI runners after the cache broke.", False),
+        ("The build takes 12 minutes on the CI runners.", "The build takes 12 minutes on the CI runners, most of it in the integration tests.", True),
+        # what it adds may be values
+        ("用户在学游泳。", "用户在学游泳，每周六上午上课。", True),
+        ("用户在学游泳。", "用户周六上午上游泳课。", False),
+    ],
+)
+def test_a_new_text_extending_the_old_statement(old: str, new: str, extends: bool) -> None:
+    assert Pair(read(new), read(old), 0.9).extends is extends

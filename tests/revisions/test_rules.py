@@ -50,6 +50,12 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
         ("User's favourite cuisine is Thai.", "User's favourite dessert is tiramisu.", 0.881, None),
         ("User's favourite cuisine is Thai.", "User's favourite cuisine is Italian now.", 0.915, None),
     ),
+    "extension": (
+        ("User volunteers at the animal shelter.",
+         "User volunteers at the animal shelter on Sundays, mostly walking the older dogs.", 0.917, None),
+        # the same words, not in the old statement's order: no restatement of it
+        ("User volunteers at the animal shelter.", "At the animal shelter the user mostly walks the older dogs.", 0.887, None),
+    ),
     "restatement": (
         ("User is vegan.", "User follows a vegan diet.", 0.972, None),
         ("User prefers window seats.", "User prefers aisle seats.", 0.956, None),
@@ -360,3 +366,30 @@ def test_future_plans_are_recognised(text: str) -> None:
 )
 def test_current_facts_and_scheduled_changes_are_not_plans(text: str) -> None:
     assert not is_future_plan(text)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "similarity"),
+    [
+        ("User volunteers at the animal shelter.",
+         "User volunteers at the animal shelter on Sundays, mostly walking the older dogs.", 0.917),
+        ("用户在学游泳。", "用户在学游泳，每周六上午在区体育馆上课。", 0.955),
+    ],
+)
+def test_an_extension_stores_the_new_text_and_is_no_restatement(old: str, new: str, similarity: float) -> None:
+    judgement = judge(old, new, similarity)
+    assert judgement.decision == "REFINE" and judgement.confidence >= THRESHOLD, judgement.reason
+    assert judgement.merged_content == new  # it holds the old statement: nothing of either is lost
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "similarity"),
+    [
+        # a change word: the statement changed, it did not grow
+        ("User volunteers at the animal shelter.", "User no longer volunteers at the animal shelter on Sundays.", 0.893),
+        # another person
+        ("用户在学游泳。", "用户的儿子在学游泳，每周六上午在区体育馆上课。", 0.948),
+    ],
+)
+def test_no_extension_when_the_statement_changed_or_is_about_another(old: str, new: str, similarity: float) -> None:
+    assert judge(old, new, similarity).decision != "REFINE"
