@@ -212,6 +212,9 @@ def test_unknown_rules_cannot_be_switched_off() -> None:
         ("用户每天喝咖啡。", "用户戒咖啡了。", 0.953),
         # the object of the ending word comes before it
         ("用户在学钢琴，每周上两节课。", "用户说钢琴先放一放了，改学吉他。", 0.938),
+        # a death ends what the old memory said of the one who died (and is no restatement)
+        ("User has a dog named Pepper.", "User's dog Pepper passed away in March.", 0.898),
+        ("用户养了一只狗，叫豆豆。", "用户家的狗豆豆上个月去世了。", 0.952),
     ],
 )
 def test_updates_supersede(old: str, new: str, similarity: float) -> None:
