@@ -42,6 +42,7 @@ _AFTER_CUE_CHARS = 12
 # Where a clause ends, and the auxiliaries of an English passive ("was cancelled").
 _CLAUSE_END = re.compile(r"[，。,.;；!！?？:：]")
 _GRAMMAR = lexicon("grammar")
+_NEGATION = lexicon("cues")["negation"]
 _PASSIVE = _GRAMMAR.words("en", "passive")
 
 
@@ -340,7 +341,11 @@ class Pair:
         slot = max(len(old_slot), len(new_slot))
         if old_slot and new_slot and slot <= longest and len(around_topic) >= max(frame, slot):
             joiner = "" if self.new.cjk else " "
-            return joiner.join(old_slot), joiner.join(new_slot)
+            fillers = joiner.join(old_slot), joiner.join(new_slot)
+            # One negation for another ("doesn't" / "never", 不 / 没) says the same thing.
+            if all(not _NEGATION.blank(filler).strip() for filler in fillers):
+                return None
+            return fillers
         return None
 
     @cached_property

@@ -223,3 +223,18 @@ def test_numerals_read_from_the_start_of_their_run() -> None:
 )
 def test_a_new_text_extending_the_old_statement(old: str, new: str, extends: bool) -> None:
     assert Pair(read(new), read(old), 0.9).extends is extends
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "substituted"),
+    [
+        ("User prefers window seats.", "User prefers aisle seats.", ("window", "aisl")),  # stems
+        # one negation for another says the same thing
+        ("User doesn't eat shellfish.", "User never eats shellfish.", None),
+        ("用户不吃香菜。", "用户没吃香菜。", None),
+        # a negation for a plain word does not
+        ("User often eats shellfish.", "User never eats shellfish.", ("often", "never")),
+    ],
+)
+def test_the_slot_a_sentence_changed(old: str, new: str, substituted: tuple[str, str] | None) -> None:
+    assert Pair(read(new), read(old), 0.9).substituted == substituted

@@ -227,6 +227,8 @@ def test_updates_supersede(old: str, new: str, similarity: float) -> None:
     ("old", "new", "similarity"),
     [
         ("User is vegan.", "User follows a vegan diet.", 0.972),
+        # one negation for another is no changed slot
+        ("User doesn't eat shellfish.", "User never eats any shellfish.", 0.936),
         ("用户每天晚上十一点睡觉。", "用户一般晚上十一点上床睡觉。", 0.987),
         ("用户的女儿叫朵朵，今年五岁。", "朵朵是用户的女儿，五岁了。", 0.990),
     ],
