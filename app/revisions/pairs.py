@@ -43,6 +43,7 @@ _AFTER_CUE_CHARS = 12
 _CLAUSE_END = re.compile(r"[，。,.;；!！?？:：]")
 _GRAMMAR = lexicon("grammar")
 _NEGATION = lexicon("cues")["negation"]
+_COORDINATION = _GRAMMAR["coordination"]
 _PASSIVE = _GRAMMAR.words("en", "passive")
 
 
@@ -394,6 +395,12 @@ class Pair:
             any(kind == other_kind and _agree(kind, value, other) for other_kind, other in self.new.values)
             for kind, value in self.old.values
         )
+
+    @cached_property
+    def adds_beside(self) -> bool:
+        """The new text joins another part to what the old one said: it holds more words that
+        join parts of a sentence ("and", "but", 而且, 还) than the old one."""
+        return len(_COORDINATION.all(self.new.text)) > len(_COORDINATION.all(self.old.text))
 
     @cached_property
     def adds_detail(self) -> bool:

@@ -110,18 +110,33 @@ def _other_instance(pair: Pair) -> str | None:
 
 
 # ------------------------------------------------------------------ actions
-def _extension(pair: Pair) -> str | None:
-    """The new text restates the old statement, word for word and in order, and adds detail to
-    it ("User is allergic to shellfish" / "User is allergic to shellfish, especially shrimp, and
-    carries antihistamines"): the new one holds everything the old one said, so it replaces
-    it, with nothing lost. A change word, a negation, a clashing value or another person
-    says the statement changed, not that it grew."""
-    new = pair.new
+def _grown(pair: Pair) -> bool:
+    """The new text holds the old statement and more, and nothing says the statement changed:
+    no change word, negation, clashing value, antonym or other person."""
     if not pair.extends or pair.different_subjects or pair.polarity_flip or pair.clashes or pair.antonym:
-        return None
-    if new.cue or new.weak_cue:
-        return None
-    return "extension: the old statement restated with more detail"
+        return False
+    return not (pair.new.cue or pair.new.weak_cue)
+
+
+def _added_beside(pair: Pair) -> str | None:
+    """The new text restates the old statement and joins another part to it ("User volunteers
+    at the food bank on Saturdays" / "... on Saturdays and coaches youth soccer on Sundays"):
+    another fact beside the old one, which both keep (no restatement folds it away)."""
+    if _grown(pair) and pair.adds_beside:
+        return "the old statement restated, another part joined to it"
+    return None
+
+
+def _extension(pair: Pair) -> str | None:
+    """The new text restates the old statement, word for word and in order, and qualifies it
+    ("User volunteers at the animal shelter" / "... at the animal shelter on Sundays, mostly
+    walking the older dogs"): the new one holds everything the old one said, so it replaces
+    it, with nothing lost. A change word, a negation, a clashing value or another person
+    says the statement changed, not that it grew; a part joined with "and" is another fact
+    (`added_beside`)."""
+    if _grown(pair) and not pair.adds_beside:
+        return "extension: the old statement restated with more detail"
+    return None
 
 
 def _restatement(pair: Pair) -> str | None:
@@ -338,6 +353,7 @@ RULES: tuple[Rule, ...] = (
     Rule("additive", "COEXIST", 0.1, _additive, "'also', 'another': added beside, not replacing"),
     Rule("still", "COEXIST", 0.1, _still, "'still': the old state holds"),
     Rule("other_attribute", "COEXIST", 0.1, _other_attribute, "possessive statements about different attributes"),
+    Rule("added_beside", "COEXIST", 0.1, _added_beside, "the old statement restated with another part joined to it"),
     Rule("extension", "REFINE", 0.1, _extension, "the old statement restated word for word with more detail"),
     Rule("restatement", "DUPLICATE", 0.15, _restatement, "the same statement again"),
     Rule("only_value_changed", "CONFLICT", 0.05, _only_value_changed, "the one value of a favourite or preference changed"),

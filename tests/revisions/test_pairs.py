@@ -238,3 +238,18 @@ def test_a_new_text_extending_the_old_statement(old: str, new: str, extends: boo
 )
 def test_the_slot_a_sentence_changed(old: str, new: str, substituted: tuple[str, str] | None) -> None:
     assert Pair(read(new), read(old), 0.9).substituted == substituted
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "beside"),
+    [
+        ("User volunteers at the food bank.", "User volunteers at the food bank and coaches soccer.", True),
+        ("User volunteers at the food bank.", "User volunteers at the food bank, mostly sorting donations.", False),
+        # the old text joined its parts already
+        ("User sings and plays guitar.", "User sings and plays guitar in a cover band.", False),
+        ("用户在学游泳。", "用户在学游泳，而且每周去两次健身房。", True),
+        ("用户在学游泳。", "用户在学游泳，每周六上午上课。", False),
+    ],
+)
+def test_a_part_joined_beside_the_old_statement(old: str, new: str, beside: bool) -> None:
+    assert Pair(read(new), read(old), 0.9).adds_beside is beside

@@ -50,6 +50,13 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
         ("User's favourite cuisine is Thai.", "User's favourite dessert is tiramisu.", 0.881, None),
         ("User's favourite cuisine is Thai.", "User's favourite cuisine is Italian now.", 0.915, None),
     ),
+    "added_beside": (
+        ("User volunteers at the food bank on Saturdays.",
+         "User volunteers at the food bank on Saturdays and coaches youth soccer on Sundays.", 0.948, None),
+        # a qualifier of the same statement, nothing joined beside it
+        ("User volunteers at the food bank on Saturdays.",
+         "User volunteers at the food bank on Saturdays, mostly sorting donations.", 0.970, None),
+    ),
     "extension": (
         ("User volunteers at the animal shelter.",
          "User volunteers at the animal shelter on Sundays, mostly walking the older dogs.", 0.917, None),
@@ -398,3 +405,12 @@ def test_an_extension_stores_the_new_text_and_is_no_restatement(old: str, new: s
 )
 def test_no_extension_when_the_statement_changed_or_is_about_another(old: str, new: str, similarity: float) -> None:
     assert judge(old, new, similarity).decision != "REFINE"
+
+
+def test_another_fact_joined_to_a_restated_one_keeps_both() -> None:
+    old, new, similarity, _ = EXAMPLES["added_beside"][0]
+    judgement = judge(old, new, similarity)
+    assert judgement.decision == "COEXIST" and judgement.merged_content is None, judgement.reason
+    # without the guard the calibrated model merges the two facts (it reads a restated opening
+    # and more words as a detail)
+    assert judge(old, new, similarity, disabled=frozenset({"added_beside"})).decision == "REFINE"
