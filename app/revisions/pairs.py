@@ -30,17 +30,34 @@ _SLOT_CHARS = 4
 # than the stretch that differs).
 _FRAME_WORDS = 1
 _FRAME_CHARS = 3
+# The least an old statement must hold for a new text holding it to extend it (English words,
+# Chinese characters of its skeleton), and the least the new one must add.
+_EXTENDED_WORDS = 3
+_EXTENDED_CHARS = 4
+_EXTENSION_WORDS = 2
+_EXTENSION_CHARS = 3
 # How far after a change word its object is looked for: four English words, twelve characters.
 _AFTER_CUE_WORDS = 4
 _AFTER_CUE_CHARS = 12
 # Where a clause ends, and the auxiliaries of an English passive ("was cancelled").
 _CLAUSE_END = re.compile(r"[，。,.;；!！?？:：]")
-_PASSIVE = frozenset("was were been be is are got gets".split())
+_GRAMMAR = lexicon("grammar")
+_NEGATION = lexicon("cues")["negation"]
+_COORDINATION = _GRAMMAR["coordination"]
+_PASSIVE = _GRAMMAR.words("en", "passive")
+
+
+def _one_of(section: str) -> str:
+    """A grammar section's English entries as one regex alternative."""
+    return "|".join(r"\s*".join(re.escape(word) for word in entry.split()) for entry in sorted(_GRAMMAR.words("en", section)))
+
+
 # What may follow a verb with no object when it tells when: "retired last year", "shut down in
 # May", "closed on Friday", "ended 2024".
 _WHEN = re.compile(
-    r"(?:last|this|earlier|recently|yesterday|ago|after|before|since|when|(?:in|on|at|by)\s+"
-    rf"(?:{'|'.join(MONTH_ABBREVIATIONS + WEEKDAY_ABBREVIATIONS)}|(?:19|20)\d\d|the\s*end)\w*|(?:19|20)\d\d)(?:\s.*)?"
+    rf"(?:{_one_of('when')}|(?:{_one_of('when_preposition')})\s+"
+    rf"(?:{'|'.join(MONTH_ABBREVIATIONS + WEEKDAY_ABBREVIATIONS)}|(?:19|20)\d\d|{_one_of('when_point')})\w*"
+    r"|(?:19|20)\d\d)(?:\s.*)?"
 )
 # A Latin name a Chinese sentence opens on ("order-center 的配置…"): its topic.
 _LEADING_NAME = re.compile(r"\s*([A-Za-z][\w.+#-]*)\s*[^\x00-\x7f]")
@@ -325,7 +342,11 @@ class Pair:
         slot = max(len(old_slot), len(new_slot))
         if old_slot and new_slot and slot <= longest and len(around_topic) >= max(frame, slot):
             joiner = "" if self.new.cjk else " "
-            return joiner.join(old_slot), joiner.join(new_slot)
+            fillers = joiner.join(old_slot), joiner.join(new_slot)
+            # One negation for another ("doesn't" / "never", 不 / 没) says the same thing.
+            if all(not _NEGATION.blank(filler).strip() for filler in fillers):
+                return None
+            return fillers
         return None
 
     @cached_property
@@ -355,6 +376,31 @@ class Pair:
             return True
         new_name, old_name = _LEADING_NAME.match(self.new.text), _LEADING_NAME.match(self.old.text)
         return bool(new_name and old_name and new_name.group(1).lower() == old_name.group(1).lower())
+
+    @cached_property
+    def extends(self) -> bool:
+        """The new text holds the old statement word for word, in its order, and goes on
+        ("User is allergic to shellfish" / "... to shellfish, especially shrimp, and carries
+        antihistamines"): every word of the old one's skeleton (at least _EXTENDED_WORDS
+        English words or _EXTENDED_CHARS characters), every value of it agreed, and more
+        (words or characters, and values of its own) than it."""
+        old, new = self.old.skeleton, self.new.skeleton
+        shortest, more = (_EXTENDED_CHARS, _EXTENSION_CHARS) if self.new.cjk else (_EXTENDED_WORDS, _EXTENSION_WORDS)
+        if len(old) < shortest or len(new) - len(old) + len(self.new_values) < more:
+            return False
+        remaining = iter(new)
+        if not all(token in remaining for token in old):  # a subsequence: in order, gaps allowed
+            return False
+        return all(
+            any(kind == other_kind and _agree(kind, value, other) for other_kind, other in self.new.values)
+            for kind, value in self.old.values
+        )
+
+    @cached_property
+    def adds_beside(self) -> bool:
+        """The new text joins another part to what the old one said: it holds more words that
+        join parts of a sentence ("and", "but", 而且, 还) than the old one."""
+        return len(_COORDINATION.all(self.new.text)) > len(_COORDINATION.all(self.old.text))
 
     @cached_property
     def adds_detail(self) -> bool:

@@ -110,6 +110,35 @@ def _other_instance(pair: Pair) -> str | None:
 
 
 # ------------------------------------------------------------------ actions
+def _grown(pair: Pair) -> bool:
+    """The new text holds the old statement and more, and nothing says the statement changed:
+    no change word, negation, clashing value, antonym or other person."""
+    if not pair.extends or pair.different_subjects or pair.polarity_flip or pair.clashes or pair.antonym:
+        return False
+    return not (pair.new.cue or pair.new.weak_cue)
+
+
+def _added_beside(pair: Pair) -> str | None:
+    """The new text restates the old statement and joins another part to it ("User volunteers
+    at the food bank on Saturdays" / "... on Saturdays and coaches youth soccer on Sundays"):
+    another fact beside the old one, which both keep (no restatement folds it away)."""
+    if _grown(pair) and pair.adds_beside:
+        return "the old statement restated, another part joined to it"
+    return None
+
+
+def _extension(pair: Pair) -> str | None:
+    """The new text restates the old statement, word for word and in order, and qualifies it
+    ("User volunteers at the animal shelter" / "... at the animal shelter on Sundays, mostly
+    walking the older dogs"): the new one holds everything the old one said, so it replaces
+    it, with nothing lost. A change word, a negation, a clashing value or another person
+    says the statement changed, not that it grew; a part joined with "and" is another fact
+    (`added_beside`)."""
+    if _grown(pair) and not pair.adds_beside:
+        return "extension: the old statement restated with more detail"
+    return None
+
+
 def _restatement(pair: Pair) -> str | None:
     new, old = pair.new, pair.old
     if pair.polarity_flip or pair.clashes or pair.names_clash or new.cue or new.weak_cue or pair.requalified or pair.antonym:
@@ -231,8 +260,8 @@ def _began_since(pair: Pair) -> str | None:
 
 
 def _temporary_ended(pair: Pair) -> str | None:
-    """The old state was temporary by its own words and the new one says it changed ("on a
-    trip in Singapore until Friday" / "landed back home in Seattle")."""
+    """The old state was temporary by its own words and the new one says it changed
+    ("house-sitting for a friend in Vermont until Sunday" / "drove back home to Denver")."""
     if pair.old.temporary and pair.new.cue and pair.same_subject and pair.names_clash and not pair.new.temporary:
         return f"a temporary state ('{pair.old.temporary}') ended ('{pair.new.cue}')"
     return None
@@ -324,6 +353,8 @@ RULES: tuple[Rule, ...] = (
     Rule("additive", "COEXIST", 0.1, _additive, "'also', 'another': added beside, not replacing"),
     Rule("still", "COEXIST", 0.1, _still, "'still': the old state holds"),
     Rule("other_attribute", "COEXIST", 0.1, _other_attribute, "possessive statements about different attributes"),
+    Rule("added_beside", "COEXIST", 0.1, _added_beside, "the old statement restated with another part joined to it"),
+    Rule("extension", "REFINE", 0.1, _extension, "the old statement restated word for word with more detail"),
     Rule("restatement", "DUPLICATE", 0.15, _restatement, "the same statement again"),
     Rule("only_value_changed", "CONFLICT", 0.05, _only_value_changed, "the one value of a favourite or preference changed"),
     Rule("other_instance", "COEXIST", 0.1, _other_instance, "another qualifier or number, no change word"),
@@ -387,6 +418,14 @@ def merge(old: str, new: str) -> str:
     if read(old).cjk:
         return old + ("" if old.endswith(("。", "！", "？", "!", "?")) else "。") + new
     return old + ("" if old.endswith((".", "!", "?")) else ".") + " " + new
+
+
+def _merged(old: str, new: str, verdict_: Verdict) -> str | None:
+    """What a REFINE stores: the new text alone when it holds the old one (an extension), else
+    both texts."""
+    if verdict_.decision != "REFINE":
+        return None
+    return new.strip() if verdict_.rule == "extension" else merge(old, new)
 
 
 def _demote(verdict: Verdict, why: str) -> Verdict:
@@ -458,7 +497,7 @@ class RuleJudge:
                 decision=verdict_.decision,
                 confidence=self._confidence(verdict_.margin),
                 reason=f"{verdict_.reason} [{verdict_.rule}]",
-                merged_content=merge(candidate.memory.content, new.content) if verdict_.decision == "REFINE" else None,
+                merged_content=_merged(candidate.memory.content, new.content, verdict_),
             )
             for candidate, verdict_ in zip(candidates, verdicts, strict=True)
         ]

@@ -199,3 +199,57 @@ def test_numerals_read_from_the_start_of_their_run() -> None:
     values, _ = extract_values("地铁12号线，一万二千元，3月15日", True)
     assert values == {("id", "号线 12"), ("money", "12000"), ("date", "3-15")}
     assert since("从十二月开始不喝咖啡了", True) == (None, 12)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "extends"),
+    [
+        ("User volunteers at the animal shelter.", "User volunteers at the animal shelter on Sundays, walking dogs.", True),
+        # qualifiers inserted inside the old statement
+        ("User volunteers at the animal shelter.", "User happily volunteers twice a month at the old animal shelter.", True),
+        # its words in another order
+        ("User volunteers at the animal shelter.", "At the animal shelter the user volunteers on Sundays.", False),
+        # nothing added
+        ("User volunteers at the animal shelter.", "The user volunteers at the animal shelter!", False),
+        # too short a statement to be restated by chance only
+        ("User swims.", "User swims on Tuesdays at the lido near the station.", False),
+        # a value of the old statement not kept
+        ("The build takes 12 minutes on the CI runners.", "The build takes 20 minutes on the CI runners after the cache broke.", False),
+        ("The build takes 12 minutes on the CI runners.", "The build takes 12 minutes on the CI runners, most of it in the integration tests.", True),
+        # what it adds may be values
+        ("用户在学游泳。", "用户在学游泳，每周六上午上课。", True),
+        ("用户在学游泳。", "用户周六上午上游泳课。", False),
+    ],
+)
+def test_a_new_text_extending_the_old_statement(old: str, new: str, extends: bool) -> None:
+    assert Pair(read(new), read(old), 0.9).extends is extends
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "substituted"),
+    [
+        ("User prefers window seats.", "User prefers aisle seats.", ("window", "aisl")),  # stems
+        # one negation for another says the same thing
+        ("User doesn't eat shellfish.", "User never eats shellfish.", None),
+        ("用户不吃香菜。", "用户没吃香菜。", None),
+        # a negation for a plain word does not
+        ("User often eats shellfish.", "User never eats shellfish.", ("often", "never")),
+    ],
+)
+def test_the_slot_a_sentence_changed(old: str, new: str, substituted: tuple[str, str] | None) -> None:
+    assert Pair(read(new), read(old), 0.9).substituted == substituted
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "beside"),
+    [
+        ("User volunteers at the food bank.", "User volunteers at the food bank and coaches soccer.", True),
+        ("User volunteers at the food bank.", "User volunteers at the food bank, mostly sorting donations.", False),
+        # the old text joined its parts already
+        ("User sings and plays guitar.", "User sings and plays guitar in a cover band.", False),
+        ("用户在学游泳。", "用户在学游泳，而且每周去两次健身房。", True),
+        ("用户在学游泳。", "用户在学游泳，每周六上午上课。", False),
+    ],
+)
+def test_a_part_joined_beside_the_old_statement(old: str, new: str, beside: bool) -> None:
+    assert Pair(read(new), read(old), 0.9).adds_beside is beside
