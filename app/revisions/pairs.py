@@ -112,6 +112,11 @@ def _by_kind(values: frozenset[Value]) -> dict[str, set[str]]:
     return kinds
 
 
+# A day of the week is a day of the weekend or a weekday: "on weekends" and "on Saturdays" can
+# both be true ("weekend" / "weekday" as values.py writes them, days numbered from Monday).
+_WEEK_PARTS = {str(day): "weekend" if day >= 6 else "weekday" for day in range(1, 8)}
+
+
 def _agree(kind: str, x: str, y: str) -> bool:
     """Two values of one kind that can both be true: equal, "May" and "May 3", "eleven" and
     "11 pm"."""
@@ -120,6 +125,8 @@ def _agree(kind: str, x: str, y: str) -> bool:
         return month_x == month_y and (day_x == day_y or "?" in (day_x, day_y))
     if kind == "time":
         return times_agree(x, y)
+    if kind == "weekday":
+        return x == y or _WEEK_PARTS.get(x) == y or _WEEK_PARTS.get(y) == x
     return x == y
 
 

@@ -226,6 +226,25 @@ def _skeleton(masked: str, cjk: bool) -> tuple[str, ...]:
 
 
 _CLAUSES = re.compile(r"[.;!?。；！？\n]")
+_CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
+
+
+def _cue_text(text: str, cjk: bool) -> str:
+    """The text the cue phrases are looked for in: an English word written capitalised inside
+    a sentence is part of a name or a title ("The Left Hand of Darkness", "Never Let Me Go"),
+    not a cue, and is blanked ("I" stays: "I was wrong"; so does a word in capitals, "NEVER",
+    written so for weight)."""
+    if cjk:
+        return text
+    starts = _sentence_starts(text)
+
+    def blank(match: re.Match) -> str:
+        word = match.group(0)
+        if match.start() in starts or word.isupper() or re.fullmatch(r"I(?:['’]\w+)?", word):
+            return word
+        return " " * len(word)
+
+    return _CAPITALISED.sub(blank, text)
 
 
 def _retired(text: str) -> str | None:
@@ -244,6 +263,7 @@ def read(text: str) -> Signals:
     """Every signal of one text (cached: a text is judged many times)."""
     cjk = is_cjk(text)
     values, masked = extract_values(text, cjk)
+    cues = _cue_text(text, cjk)
     if cjk:
         ordered, head, adjacent = _zh_terms(masked)
         proper, lower = set(), set()
@@ -272,21 +292,21 @@ def read(text: str) -> Signals:
         names=_names(text, values, proper, cjk),
         families=(families := _families(text)),
         single_families=families & _SINGLE,
-        correction=_CUES["correction"].find(text),
-        change=_CUES["change"].find(text),
-        start=_CUES["start"].find(text),
-        ending=_CUES["ending"].find(text),
-        present=_CUES["present"].find(text),
-        replacement=_CUES["replacement"].find(text),
-        retired=_retired(text),
-        future=_CUES["intention"].find(text) or _CUES["future"].find(text),
-        intention=_CUES["intention"].find(text),
-        temporary=_CUES["temporary"].find(text),
-        habitual=_CUES["habitual"].find(text),
-        continuity=_CUES["continuity"].find(text),
-        additive=_CUES["additive"].find(text),
-        unique=_CUES["unique"].find(text),
-        negative=_CUES["negation"].find(text) is not None,
+        correction=_CUES["correction"].find(cues),
+        change=_CUES["change"].find(cues),
+        start=_CUES["start"].find(cues),
+        ending=_CUES["ending"].find(cues),
+        present=_CUES["present"].find(cues),
+        replacement=_CUES["replacement"].find(cues),
+        retired=_retired(cues),
+        future=_CUES["intention"].find(cues) or _CUES["future"].find(cues),
+        intention=_CUES["intention"].find(cues),
+        temporary=_CUES["temporary"].find(cues),
+        habitual=_CUES["habitual"].find(cues),
+        continuity=_CUES["continuity"].find(cues),
+        additive=_CUES["additive"].find(cues),
+        unique=_CUES["unique"].find(cues),
+        negative=_CUES["negation"].find(cues) is not None,
     )
 
 

@@ -253,3 +253,50 @@ def test_the_slot_a_sentence_changed(old: str, new: str, substituted: tuple[str,
 )
 def test_a_part_joined_beside_the_old_statement(old: str, new: str, beside: bool) -> None:
     assert Pair(read(new), read(old), 0.9).adds_beside is beside
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "clashes"),
+    [
+        # A day of the weekend is no other value than "weekends": both can be true.
+        ("User volunteers at the library on weekends.", "User volunteers at the library on Saturdays.", set()),
+        ("用户周末会去图书馆做志愿者。", "每个月第一个周六去图书馆。", set()),
+        ("User works from the office on weekdays.", "User works from the office on Saturdays.", {"weekday"}),
+        ("User swims on Tuesdays.", "User swims on Thursdays.", {"weekday"}),
+    ],
+)
+def test_a_weekday_and_the_part_of_the_week_it_falls_in(old: str, new: str, clashes: set) -> None:
+    assert Pair(read(new), read(old), 0.9).clashes == frozenset(clashes)
+
+
+@pytest.mark.parametrize(
+    ("text", "cue", "negative"),
+    [
+        # A cue word written capitalised inside a sentence is part of a title or a name.
+        ("First up on the user's list: The Left Hand of Darkness and Hyperion.", None, False),
+        ("User is rereading Never Let Me Go.", None, False),
+        ("User left Initech in May.", "left", False),
+        ("Left the band last year, the user says.", "Left", False),
+        ("User NEVER eats pork.", None, True),  # capitals for weight are still read
+        ("I was wrong: the user is 34.", "I was wrong", False),
+    ],
+)
+def test_cue_words_inside_a_title_are_no_cues(text: str, cue: str | None, negative: bool) -> None:
+    signals = read(text)
+    assert (signals.cue, signals.negative) == (cue, negative)
+
+
+@pytest.mark.parametrize(
+    ("text", "negative", "intention"),
+    [
+        ("The API returns milliseconds rather than seconds.", True, None),
+        ("User drinks tea instead of coffee.", True, None),
+        ("用户未来想去日本工作。", False, None),  # 未来 is the future, not 未
+        ("用户家里的无线网是电信的。", False, None),  # 无线 is wireless
+        ("健身房就是家门口那家，主要去上搏击操。", False, None),  # 主要 + 去 is no 要去
+        ("用户下个月要去体检。", False, "要去"),
+    ],
+)
+def test_negations_and_intentions_inside_other_words(text: str, negative: bool, intention: str | None) -> None:
+    signals = read(text)
+    assert (signals.negative, signals.intention) == (negative, intention)
