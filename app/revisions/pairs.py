@@ -361,6 +361,13 @@ class Pair:
         """Attributes of a life both texts speak of that a person has one of at a time."""
         return self.new.single_families & self.old.single_families
 
+    @property
+    def other_families(self) -> bool:
+        """Each text touches an attribute of a life the other does not ("用户住在杭州" /
+        "用户在杭州工作": where the user lives / where they work): another statement, whatever
+        words the two share."""
+        return bool(self.new.families - self.old.families and self.old.families - self.new.families)
+
     @cached_property
     def refers_back(self) -> frozenset[str]:
         """The new text opens on something the old one mentioned beyond its own subject

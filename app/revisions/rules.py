@@ -143,7 +143,7 @@ def _restatement(pair: Pair) -> str | None:
     new, old = pair.new, pair.old
     if pair.polarity_flip or pair.clashes or pair.names_clash or new.cue or new.weak_cue or pair.requalified or pair.antonym:
         return None
-    if pair.substituted:
+    if pair.substituted or pair.other_families:
         return None
     if any(kind not in LOOSE_KINDS for kind, _ in pair.new_values):
         return None

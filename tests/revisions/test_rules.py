@@ -253,6 +253,9 @@ def test_restatements_are_duplicates(old: str, new: str, similarity: float) -> N
         ("用户喜欢靠窗的座位。", "用户喜欢靠过道的座位。", 0.979),
         ("用户养了一只猫。", "用户养了一只狗。", 0.968),
         ("User's favourite color is blue.", "User's favourite color is green.", 0.926),
+        # each touches an attribute of a life the other does not: where one lives / works, studied
+        ("用户住在杭州。", "用户在杭州工作。", 0.975),
+        ("用户的老家在河南。", "用户在河南上的大学。", 0.963),
     ],
 )
 def test_one_word_for_another_is_never_a_restatement(old: str, new: str, similarity: float) -> None:
