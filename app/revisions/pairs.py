@@ -368,6 +368,14 @@ class Pair:
         words the two share."""
         return bool(self.new.families - self.old.families and self.old.families - self.new.families)
 
+    @property
+    def sets_other_attribute(self) -> bool:
+        """The new text is a possessive statement of an attribute the old one does not name
+        ("User works at Stripe" / "Stripe's office is in South San Francisco", 狗的兽医是…):
+        another fact of the owner, not a detail of the old statement."""
+        owned = self.new.owned_attribute
+        return bool(owned) and not all(in_terms(term, self.old.terms) for term in owned)
+
     @cached_property
     def refers_back(self) -> frozenset[str]:
         """The new text opens on something the old one mentioned beyond its own subject

@@ -331,6 +331,8 @@ def _elaboration(pair: Pair) -> str | None:
     negates = pair.new.negative and not pair.old.negative
     if not pair.refers_back or not pair.adds_detail or pair.clashes or negates or pair.new.cue:
         return None
+    if pair.sets_other_attribute:
+        return None  # "The dog's vet is Dr. Patel": another attribute of what the old one mentioned
     if pair.closeness < 0.8:
         return None
     return f"adds detail about {', '.join(sorted(pair.refers_back))}"

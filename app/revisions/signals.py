@@ -62,7 +62,8 @@ class Signals:
     lower: frozenset[str]  # terms written in lower case (English)
     subject: str | None  # "self", a relation ("brother", "cat"), or None: a thing
     relations: frozenset[str]  # every relative, acquaintance or pet mentioned
-    attribute: frozenset[str]  # the owner's attribute a possessive sentence sets
+    attribute: frozenset[str]  # the owner's attribute a possessive sentence sets (in Chinese, the user's)
+    owned_attribute: frozenset[str]  # the same, whoever the owner ("狗的兽医是…" → 兽医)
     names: frozenset[str]  # proper names, codes, identifiers, quoted titles
     families: frozenset[str]  # coarse attributes of a life the text touches
     single_families: frozenset[str]  # those of them a person has one of at a time
@@ -189,9 +190,11 @@ def _zh_terms(text: str) -> tuple[list[str], set[str], set[tuple[str, str]]]:
     return ordered, head, adjacent
 
 
-def _zh_attribute(text: str) -> frozenset[str]:
-    """"用户的生日是…" → {生日}."""
-    match = re.match(r"^(?:用户|我)的([^\x00-\x7f的，。]{1,6}?)(?:是|叫|在|为)", text)
+def _zh_attribute(text: str, *, any_owner: bool = False) -> frozenset[str]:
+    """"用户的生日是…" → {生日}; with `any_owner`, "狗的兽医是…" → {兽医} too (an owner opening the
+    sentence, a few characters or a name, then 的, the attribute and a copula)."""
+    owner = r"(?:用户|我|[^的，。,.:：；;\s]{1,8}?)" if any_owner else r"(?:用户|我)"
+    match = re.match(rf"^\s*{owner}\s*的([^\x00-\x7f的，。]{{1,6}}?)(?:是|叫|在|为)", text)
     if not match or any(word in match.group(1) for word in RELATIONS if not word.isascii()):
         return frozenset()
     return frozenset(cjk_bigrams(match.group(1)))
@@ -268,9 +271,10 @@ def read(text: str) -> Signals:
         ordered, head, adjacent = _zh_terms(masked)
         proper, lower = set(), set()
         attribute = _zh_attribute(text)
+        owned_attribute = _zh_attribute(text, any_owner=True)
     else:
         ordered, proper, lower, head, adjacent = _en_terms(masked)
-        attribute = _en_attribute(text)
+        attribute = owned_attribute = _en_attribute(text)
     if opens_on_person(text):
         head = set()  # what it says of the person is the predicate, not an opening topic
     return Signals(
@@ -289,6 +293,7 @@ def read(text: str) -> Signals:
         subject=subject(text),
         relations=relations(text),
         attribute=attribute,
+        owned_attribute=owned_attribute,
         names=_names(text, values, proper, cjk),
         families=(families := _families(text)),
         single_families=families & _SINGLE,

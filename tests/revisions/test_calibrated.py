@@ -118,6 +118,10 @@ def test_lookalikes_stay_below_the_acting_probability(old: str, new: str, simila
         # one slot filled differently: an update or another of the kind, never a detail
         ("用户不吃香菜。", "用户不吃葱。", 0.977),
         ("User doesn't eat cilantro.", "User doesn't eat onions.", 0.956),
+        # a possessive statement of an attribute the old text does not name: another fact of it
+        ("User works at Stripe.", "Stripe's office is in South San Francisco.", 0.862),
+        ("用户在字节跳动上班。", "字节的办公室在海淀。", 0.915),
+        ("用户养了一条狗。", "狗的兽医是小区门口的宠物医院。", 0.921),
     ],
 )
 def test_no_confidence_merges_two_attributes_of_one_owner_or_a_change(old, new, similarity, monkeypatch) -> None:
