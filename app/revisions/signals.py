@@ -63,7 +63,7 @@ class Signals:
     subject: str | None  # "self", a relation ("brother", "cat"), or None: a thing
     relations: frozenset[str]  # every relative, acquaintance or pet mentioned
     attribute: frozenset[str]  # the owner's attribute a possessive sentence sets (in Chinese, the user's)
-    owned_attribute: frozenset[str]  # the same, whoever the owner ("狗的兽医是…" → 兽医)
+    owned_attribute: frozenset[str]  # the same, read more loosely ("狗的兽医是…" → 兽医, "The cats' vet is …" → vet)
     names: frozenset[str]  # proper names, codes, identifiers, quoted titles
     families: frozenset[str]  # coarse attributes of a life the text touches
     single_families: frozenset[str]  # those of them a person has one of at a time
@@ -143,14 +143,23 @@ def _en_terms(text: str) -> tuple[list[str], set[str], set[str], set[str], set[t
     return ordered, proper, lower, head, adjacent
 
 
-def _en_attribute(text: str) -> frozenset[str]:
+def _en_attribute(text: str, *, any_owner: bool = False) -> frozenset[str]:
     """Which attribute of its owner a possessive sentence sets: "User's favourite cuisine is
-    ..." and "The billing service's on-call rotation is ..." set {cuisin} and {call, rotation}."""
-    tokens = [word.lower().replace("’", "'") for word in words(text)[:10]]
-    owner = next((index for index, token in enumerate(tokens) if token.endswith("'s") or token in ("my", "our")), None)
+    ..." and "The billing service's on-call rotation is ..." set {cuisin} and {call, rotation};
+    with `any_owner`, also an owner in the plural ("The cats' vet is ...") and a sentence that
+    goes on with another verb than a copula ("The Civic's registration expires ...": the word
+    after the owner)."""
+    found = re.findall(r"[A-Za-z][\w'’-]*", text)[:10] if any_owner else words(text)[:10]
+    tokens = [word.lower().replace("’", "'") for word in found]
+    owned = ("'s", "s'") if any_owner else ("'s",)
+    owner = next((index for index, token in enumerate(tokens) if token.endswith(owned) or token in ("my", "our")), None)
     copula = next((index for index, token in enumerate(tokens) if token in _COPULAS), None)
-    if owner is None or copula is None or copula <= owner + 1:
+    if owner is None:
         return frozenset()
+    if copula is None or copula <= owner + 1:
+        if not any_owner or copula is not None:
+            return frozenset()
+        copula = owner + 2
     between = [token for token in tokens[owner + 1 : copula] if token not in STOPWORDS and token not in _EN_GENERIC]
     return frozenset(stem(token) for token in between if token not in RELATIONS)
 
@@ -195,6 +204,8 @@ def _zh_attribute(text: str, *, any_owner: bool = False) -> frozenset[str]:
     sentence, a few characters or a name, then 的, the attribute and a copula)."""
     owner = r"(?:用户|我|[^的，。,.:：；;\s]{1,8}?)" if any_owner else r"(?:用户|我)"
     match = re.match(rf"^\s*{owner}\s*的([^\x00-\x7f的，。]{{1,6}}?)(?:是|叫|在|为)", text)
+    if not match and any_owner:  # another verb than a copula: the two characters after 的 (思域的年检六月到期)
+        match = re.match(rf"^\s*{owner}\s*的([^\x00-\x7f的，。]{{2}})", text)
     if not match or any(word in match.group(1) for word in RELATIONS if not word.isascii()):
         return frozenset()
     return frozenset(cjk_bigrams(match.group(1)))
@@ -274,7 +285,8 @@ def read(text: str) -> Signals:
         owned_attribute = _zh_attribute(text, any_owner=True)
     else:
         ordered, proper, lower, head, adjacent = _en_terms(masked)
-        attribute = owned_attribute = _en_attribute(text)
+        attribute = _en_attribute(text)
+        owned_attribute = _en_attribute(text, any_owner=True)
     if opens_on_person(text):
         head = set()  # what it says of the person is the predicate, not an opening topic
     return Signals(

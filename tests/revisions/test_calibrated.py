@@ -122,6 +122,10 @@ def test_lookalikes_stay_below_the_acting_probability(old: str, new: str, simila
         ("User works at Stripe.", "Stripe's office is in South San Francisco.", 0.862),
         ("用户在字节跳动上班。", "字节的办公室在海淀。", 0.915),
         ("用户养了一条狗。", "狗的兽医是小区门口的宠物医院。", 0.921),
+        # ... an owner in the plural, or another verb than a copula
+        ("User has two cats.", "The cats' vet is at Maple Animal Clinic.", 0.86),
+        ("User drives a Honda Civic.", "The Civic's registration expires in June.", 0.86),
+        ("用户开一辆本田思域。", "思域的年检六月到期。", 0.92),
     ],
 )
 def test_no_confidence_merges_two_attributes_of_one_owner_or_a_change(old, new, similarity, monkeypatch) -> None:
