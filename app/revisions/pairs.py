@@ -130,6 +130,23 @@ def _agree(kind: str, x: str, y: str) -> bool:
     return x == y
 
 
+# The hours each part of the day holds (as values.py names them, English and Chinese alike).
+_DAYPART_HOURS = {
+    "morning": range(5, 12), "noon": range(11, 14), "afternoon": range(12, 18),
+    "evening": range(17, 24), "night": (*range(20, 24), *range(0, 5)), "small hours": range(0, 6),
+}
+
+
+def _in_daypart(part: str, time: str) -> bool:
+    """A clock time falls in a part of the day; one that does not say morning or evening ("10:00~")
+    may fall in it either way."""
+    hours = _DAYPART_HOURS.get(part)
+    if hours is None:
+        return False
+    hour = int(time.rstrip("~").split(":")[0])
+    return hour in hours or (time.endswith("~") and (hour + 12) % 24 in hours)
+
+
 def _any_agree(kind: str, a: set[str], b: set[str]) -> bool:
     return any(_agree(kind, x, y) for x in a for y in b)
 
@@ -209,10 +226,13 @@ class Pair:
 
     @cached_property
     def new_values(self) -> frozenset[Value]:
-        """Values of the new text that agree with no value of the old one."""
+        """Values of the new text that agree with no value of the old one (a part of the day
+        agrees with a time in it: "晚上十点" read as 22:00 / "晚上一般十点")."""
+        old_times = [value for kind, value in self.old.values if kind == "time"]
         return frozenset(
             (kind, value) for kind, value in self.new.values
             if not any(kind == other_kind and _agree(kind, value, other) for other_kind, other in self.old.values)
+            and not (kind == "daypart" and any(_in_daypart(value, time) for time in old_times))
         )
 
     @cached_property

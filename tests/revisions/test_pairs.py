@@ -128,6 +128,9 @@ def test_a_text_saying_its_predecessor_is_gone(text: str, retired: str | None) -
         ("The laptop has 16 GB of memory.", False, {("qty:gb", "16")}),  # short capitals are
         ("用户2019年搬到了上海。", True, {("year", "2019")}),  # a year, not 2019 years
         ("用户工作了20年了。", True, {("qty:年", "20")}),
+        # 早上 and 上午 are both the morning
+        ("用户每周六上午去游泳。", True, {("weekday", "6"), ("daypart", "morning")}),
+        ("每周六早上用户都会去游泳。", True, {("weekday", "6"), ("daypart", "morning")}),
     ],
 )
 def test_value_kinds(text: str, cjk: bool, values: set) -> None:

@@ -238,6 +238,9 @@ def test_updates_supersede(old: str, new: str, similarity: float) -> None:
         ("User doesn't eat shellfish.", "User never eats any shellfish.", 0.936),
         ("用户每天晚上十一点睡觉。", "用户一般晚上十一点上床睡觉。", 0.987),
         ("用户的女儿叫朵朵，今年五岁。", "朵朵是用户的女儿，五岁了。", 0.990),
+        # a part of the day agrees with a time in it; 上午 and 早上 are both the morning
+        ("用户每天晚上十点睡觉。", "用户晚上一般十点就睡了。", 0.986),
+        ("用户每周六上午去游泳。", "每周六早上用户都会去游泳。", 0.994),
     ],
 )
 def test_restatements_are_duplicates(old: str, new: str, similarity: float) -> None:
