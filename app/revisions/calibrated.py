@@ -147,6 +147,12 @@ def barred(pair: Pair, decision: str) -> str | None:
     if decision == "REFINE":
         if pair.same_opening:
             return "both open on the same owner: another attribute of it, not a detail"
+        if pair.other_families:
+            return "each touches an attribute of a life the other does not: another statement"
+        if pair.substituted:
+            return "one slot of the sentence filled differently: an update or another of the kind, not a detail"
+        if pair.sets_other_attribute:
+            return f"the new statement sets an attribute the old one does not name ({', '.join(sorted(pair.new.owned_attribute))})"
         if pair.new.cue or pair.clashes or (pair.new.negative and not pair.old.negative):
             return "the new statement changes the old one"
     if decision == "CONFLICT" and pair.old.attribute and not all(in_terms(term, pair.new.terms) for term in pair.old.attribute):

@@ -112,6 +112,11 @@ def _by_kind(values: frozenset[Value]) -> dict[str, set[str]]:
     return kinds
 
 
+# A day of the week is a day of the weekend or a weekday: "on weekends" and "on Saturdays" can
+# both be true ("weekend" / "weekday" as values.py writes them, days numbered from Monday).
+_WEEK_PARTS = {str(day): "weekend" if day >= 6 else "weekday" for day in range(1, 8)}
+
+
 def _agree(kind: str, x: str, y: str) -> bool:
     """Two values of one kind that can both be true: equal, "May" and "May 3", "eleven" and
     "11 pm"."""
@@ -120,7 +125,26 @@ def _agree(kind: str, x: str, y: str) -> bool:
         return month_x == month_y and (day_x == day_y or "?" in (day_x, day_y))
     if kind == "time":
         return times_agree(x, y)
+    if kind == "weekday":
+        return x == y or _WEEK_PARTS.get(x) == y or _WEEK_PARTS.get(y) == x
     return x == y
+
+
+# The hours each part of the day holds (as values.py names them, English and Chinese alike).
+_DAYPART_HOURS = {
+    "morning": range(5, 12), "noon": range(11, 14), "afternoon": range(12, 18),
+    "evening": range(17, 24), "night": (*range(20, 24), *range(0, 5)), "small hours": range(0, 6),
+}
+
+
+def _in_daypart(part: str, time: str) -> bool:
+    """A clock time falls in a part of the day; one that does not say morning or evening ("10:00~")
+    may fall in it either way."""
+    hours = _DAYPART_HOURS.get(part)
+    if hours is None:
+        return False
+    hour = int(time.rstrip("~").split(":")[0])
+    return hour in hours or (time.endswith("~") and (hour + 12) % 24 in hours)
 
 
 def _any_agree(kind: str, a: set[str], b: set[str]) -> bool:
@@ -202,10 +226,13 @@ class Pair:
 
     @cached_property
     def new_values(self) -> frozenset[Value]:
-        """Values of the new text that agree with no value of the old one."""
+        """Values of the new text that agree with no value of the old one (a part of the day
+        agrees with a time in it: "晚上十点" read as 22:00 / "晚上一般十点")."""
+        old_times = [value for kind, value in self.old.values if kind == "time"]
         return frozenset(
             (kind, value) for kind, value in self.new.values
             if not any(kind == other_kind and _agree(kind, value, other) for other_kind, other in self.old.values)
+            and not (kind == "daypart" and any(_in_daypart(value, time) for time in old_times))
         )
 
     @cached_property
@@ -353,6 +380,21 @@ class Pair:
     def single_attribute(self) -> frozenset[str]:
         """Attributes of a life both texts speak of that a person has one of at a time."""
         return self.new.single_families & self.old.single_families
+
+    @property
+    def other_families(self) -> bool:
+        """Each text touches an attribute of a life the other does not ("用户住在杭州" /
+        "用户在杭州工作": where the user lives / where they work): another statement, whatever
+        words the two share."""
+        return bool(self.new.families - self.old.families and self.old.families - self.new.families)
+
+    @property
+    def sets_other_attribute(self) -> bool:
+        """The new text is a possessive statement of an attribute the old one does not name
+        ("User works at Stripe" / "Stripe's office is in South San Francisco", 狗的兽医是…):
+        another fact of the owner, not a detail of the old statement."""
+        owned = self.new.owned_attribute
+        return bool(owned) and not all(in_terms(term, self.old.terms) for term in owned)
 
     @cached_property
     def refers_back(self) -> frozenset[str]:

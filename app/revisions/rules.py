@@ -41,6 +41,8 @@ class Rule:
     summary: str
 
 
+# Value kinds saying only when in a week or a day something happens.
+_WHEN_KINDS = frozenset({"weekday", "daypart"})
 # How close a candidate must be for a new text naming another thing of its kind to replace it
 # when the two share no term (another name reads farther than a restated one).
 _ANOTHER_NAME_CLOSENESS = 0.82
@@ -143,7 +145,7 @@ def _restatement(pair: Pair) -> str | None:
     new, old = pair.new, pair.old
     if pair.polarity_flip or pair.clashes or pair.names_clash or new.cue or new.weak_cue or pair.requalified or pair.antonym:
         return None
-    if pair.substituted:
+    if pair.substituted or pair.other_families:
         return None
     if any(kind not in LOOSE_KINDS for kind, _ in pair.new_values):
         return None
@@ -151,16 +153,22 @@ def _restatement(pair: Pair) -> str | None:
         return None
     novel = sum(1 for term in new.terms if not in_terms(term, old.terms))
     lost = sum(1 for term in old.terms if not in_terms(term, new.terms))
-    repeated = any(kind not in LOOSE_KINDS for kind, _ in new.values)  # and none of them new
+    # A precise value both hold (none of the new text's is new) pins the statement down; a day of
+    # the week or a part of the day is shared by many things one does ("周末带孩子去公园" /
+    # "周末陪孩子上钢琴课").
+    repeated = any(kind not in LOOSE_KINDS | _WHEN_KINDS for kind, _ in new.values)
     if new.cjk:
         # Chinese paraphrases share few bigrams: closeness carries it, with nothing new named.
         if pair.closeness >= 0.91 and (pair.overlap >= 0.3 or pair.closeness >= 0.95 or repeated):
             return "restatement: nearly the same text, the same values"
         return None
     # One word for another may be a synonym or another thing: only a close paraphrase that
-    # keeps most of its words is a restatement.
+    # keeps most of its words is a restatement. A word swapped in a sentence of two ("grew up in
+    # Ohio" / "went to college in Ohio") keeps half of it: that takes the closer bar.
+    swapped_one = novel == 1 and lost == 1
     if pair.overlap >= 0.5 and (
-        (pair.closeness >= 0.95 and novel <= 2 and lost <= 2) or (pair.closeness >= 0.90 and novel <= 1 and lost <= 1)
+        (pair.closeness >= 0.95 and novel <= 2 and lost <= 2)
+        or (pair.closeness >= 0.90 and novel <= 1 and lost <= 1 and (pair.overlap > 0.5 or not swapped_one))
     ):
         return f"restatement: {novel} new word(s), the same values"
     return None
@@ -331,6 +339,8 @@ def _elaboration(pair: Pair) -> str | None:
     negates = pair.new.negative and not pair.old.negative
     if not pair.refers_back or not pair.adds_detail or pair.clashes or negates or pair.new.cue:
         return None
+    if pair.sets_other_attribute:
+        return None  # "The dog's vet is Dr. Patel": another attribute of what the old one mentioned
     if pair.closeness < 0.8:
         return None
     return f"adds detail about {', '.join(sorted(pair.refers_back))}"

@@ -62,7 +62,8 @@ class Signals:
     lower: frozenset[str]  # terms written in lower case (English)
     subject: str | None  # "self", a relation ("brother", "cat"), or None: a thing
     relations: frozenset[str]  # every relative, acquaintance or pet mentioned
-    attribute: frozenset[str]  # the owner's attribute a possessive sentence sets
+    attribute: frozenset[str]  # the owner's attribute a possessive sentence sets (in Chinese, the user's)
+    owned_attribute: frozenset[str]  # the same, read more loosely ("狗的兽医是…" → 兽医, "The cats' vet is …" → vet)
     names: frozenset[str]  # proper names, codes, identifiers, quoted titles
     families: frozenset[str]  # coarse attributes of a life the text touches
     single_families: frozenset[str]  # those of them a person has one of at a time
@@ -142,14 +143,23 @@ def _en_terms(text: str) -> tuple[list[str], set[str], set[str], set[str], set[t
     return ordered, proper, lower, head, adjacent
 
 
-def _en_attribute(text: str) -> frozenset[str]:
+def _en_attribute(text: str, *, any_owner: bool = False) -> frozenset[str]:
     """Which attribute of its owner a possessive sentence sets: "User's favourite cuisine is
-    ..." and "The billing service's on-call rotation is ..." set {cuisin} and {call, rotation}."""
-    tokens = [word.lower().replace("’", "'") for word in words(text)[:10]]
-    owner = next((index for index, token in enumerate(tokens) if token.endswith("'s") or token in ("my", "our")), None)
+    ..." and "The billing service's on-call rotation is ..." set {cuisin} and {call, rotation};
+    with `any_owner`, also an owner in the plural ("The cats' vet is ...") and a sentence that
+    goes on with another verb than a copula ("The Civic's registration expires ...": the word
+    after the owner)."""
+    found = re.findall(r"[A-Za-z][\w'’-]*", text)[:10] if any_owner else words(text)[:10]
+    tokens = [word.lower().replace("’", "'") for word in found]
+    owned = ("'s", "s'") if any_owner else ("'s",)
+    owner = next((index for index, token in enumerate(tokens) if token.endswith(owned) or token in ("my", "our")), None)
     copula = next((index for index, token in enumerate(tokens) if token in _COPULAS), None)
-    if owner is None or copula is None or copula <= owner + 1:
+    if owner is None:
         return frozenset()
+    if copula is None or copula <= owner + 1:
+        if not any_owner or copula is not None:
+            return frozenset()
+        copula = owner + 2
     between = [token for token in tokens[owner + 1 : copula] if token not in STOPWORDS and token not in _EN_GENERIC]
     return frozenset(stem(token) for token in between if token not in RELATIONS)
 
@@ -189,9 +199,13 @@ def _zh_terms(text: str) -> tuple[list[str], set[str], set[tuple[str, str]]]:
     return ordered, head, adjacent
 
 
-def _zh_attribute(text: str) -> frozenset[str]:
-    """"用户的生日是…" → {生日}."""
-    match = re.match(r"^(?:用户|我)的([^\x00-\x7f的，。]{1,6}?)(?:是|叫|在|为)", text)
+def _zh_attribute(text: str, *, any_owner: bool = False) -> frozenset[str]:
+    """"用户的生日是…" → {生日}; with `any_owner`, "狗的兽医是…" → {兽医} too (an owner opening the
+    sentence, a few characters or a name, then 的, the attribute and a copula)."""
+    owner = r"(?:用户|我|[^的，。,.:：；;\s]{1,8}?)" if any_owner else r"(?:用户|我)"
+    match = re.match(rf"^\s*{owner}\s*的([^\x00-\x7f的，。]{{1,6}}?)(?:是|叫|在|为)", text)
+    if not match and any_owner:  # another verb than a copula: the two characters after 的 (思域的年检六月到期)
+        match = re.match(rf"^\s*{owner}\s*的([^\x00-\x7f的，。]{{2}})", text)
     if not match or any(word in match.group(1) for word in RELATIONS if not word.isascii()):
         return frozenset()
     return frozenset(cjk_bigrams(match.group(1)))
@@ -226,6 +240,25 @@ def _skeleton(masked: str, cjk: bool) -> tuple[str, ...]:
 
 
 _CLAUSES = re.compile(r"[.;!?。；！？\n]")
+_CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
+
+
+def _cue_text(text: str, cjk: bool) -> str:
+    """The text the cue phrases are looked for in: an English word written capitalised inside
+    a sentence is part of a name or a title ("The Left Hand of Darkness", "Never Let Me Go"),
+    not a cue, and is blanked ("I" stays: "I was wrong"; so does a word in capitals, "NEVER",
+    written so for weight)."""
+    if cjk:
+        return text
+    starts = _sentence_starts(text)
+
+    def blank(match: re.Match) -> str:
+        word = match.group(0)
+        if match.start() in starts or word.isupper() or re.fullmatch(r"I(?:['’]\w+)?", word):
+            return word
+        return " " * len(word)
+
+    return _CAPITALISED.sub(blank, text)
 
 
 def _retired(text: str) -> str | None:
@@ -244,13 +277,16 @@ def read(text: str) -> Signals:
     """Every signal of one text (cached: a text is judged many times)."""
     cjk = is_cjk(text)
     values, masked = extract_values(text, cjk)
+    cues = _cue_text(text, cjk)
     if cjk:
         ordered, head, adjacent = _zh_terms(masked)
         proper, lower = set(), set()
         attribute = _zh_attribute(text)
+        owned_attribute = _zh_attribute(text, any_owner=True)
     else:
         ordered, proper, lower, head, adjacent = _en_terms(masked)
         attribute = _en_attribute(text)
+        owned_attribute = _en_attribute(text, any_owner=True)
     if opens_on_person(text):
         head = set()  # what it says of the person is the predicate, not an opening topic
     return Signals(
@@ -269,24 +305,25 @@ def read(text: str) -> Signals:
         subject=subject(text),
         relations=relations(text),
         attribute=attribute,
+        owned_attribute=owned_attribute,
         names=_names(text, values, proper, cjk),
         families=(families := _families(text)),
         single_families=families & _SINGLE,
-        correction=_CUES["correction"].find(text),
-        change=_CUES["change"].find(text),
-        start=_CUES["start"].find(text),
-        ending=_CUES["ending"].find(text),
-        present=_CUES["present"].find(text),
-        replacement=_CUES["replacement"].find(text),
-        retired=_retired(text),
-        future=_CUES["intention"].find(text) or _CUES["future"].find(text),
-        intention=_CUES["intention"].find(text),
-        temporary=_CUES["temporary"].find(text),
-        habitual=_CUES["habitual"].find(text),
-        continuity=_CUES["continuity"].find(text),
-        additive=_CUES["additive"].find(text),
-        unique=_CUES["unique"].find(text),
-        negative=_CUES["negation"].find(text) is not None,
+        correction=_CUES["correction"].find(cues),
+        change=_CUES["change"].find(cues),
+        start=_CUES["start"].find(cues),
+        ending=_CUES["ending"].find(cues),
+        present=_CUES["present"].find(cues),
+        replacement=_CUES["replacement"].find(cues),
+        retired=_retired(cues),
+        future=_CUES["intention"].find(cues) or _CUES["future"].find(cues),
+        intention=_CUES["intention"].find(cues),
+        temporary=_CUES["temporary"].find(cues),
+        habitual=_CUES["habitual"].find(cues),
+        continuity=_CUES["continuity"].find(cues),
+        additive=_CUES["additive"].find(cues),
+        unique=_CUES["unique"].find(cues),
+        negative=_CUES["negation"].find(cues) is not None,
     )
 
 

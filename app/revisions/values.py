@@ -35,6 +35,10 @@ _WEEKDAYS = {day: str(number) for number, day in enumerate(WEEKDAY_ABBREVIATIONS
 _ZH_WEEKDAYS = {"一": "1", "二": "2", "三": "3", "四": "4", "五": "5", "六": "6",
                 "日": "7", "天": "7"}
 _ZH_DAYPART_PM = ("下午", "晚上", "傍晚", "夜里")
+# Parts of the day by what they name, as the English ones are read: 早上 and 上午 are both the
+# morning (每周六上午 / 每周六早上 is no other value).
+_ZH_DAYPARTS = {"凌晨": "small hours", "早上": "morning", "上午": "morning", "中午": "noon",
+                "下午": "afternoon", "傍晚": "evening", "晚上": "evening", "夜里": "night"}
 _ZH_UNITS = ("个", "次", "秒", "分钟", "小时", "天", "周", "月", "年", "岁", "楼", "层",
              "杯", "斤", "公斤", "毫克", "克", "毫升", "升", "公里", "厘米", "米", "件", "台", "只", "条",
              "张", "本", "页",
@@ -228,7 +232,7 @@ def _extract_zh(ex: _Extractor) -> None:
     ex.take(r"(凌晨|早上|上午|中午|下午|傍晚|晚上|夜里)?\s*(\d{1,2}|[零一二两三四五六七八九十]{1,3})"
             r"\s*[点:：](半|\d{1,2}分?|[零一二三四五六七八九十]{1,3}分)?", _zh_time)
     ex.take(r"凌晨|早上|上午|中午|下午|傍晚|晚上|夜里",
-            lambda m: ("daypart", m.group(0)))
+            lambda m: ("daypart", _ZH_DAYPARTS[m.group(0)]))
     ex.take(r"第\s*(\d+|[一二三四五六七八九十]+)\s*(条|章|节|届|期|个|次|名)", _zh_identifier)
     ex.take(r"((?<!\d)\d+|(?<![一二三四五六七八九十])[一二三四五六七八九十]+)\s*(号线|号楼|号门|栋|幢|室|期|届|路公交)", _zh_identifier)
     ex.take(rf"({_ZH_NUM})\s*({'|'.join(_ZH_UNITS)})", _zh_quantity)

@@ -12,6 +12,7 @@ SELF_EN = _PEOPLE.words("en", "self")
 SELF_ZH = _PEOPLE.words("zh", "self")
 POSSESSIVE_EN = _PEOPLE.words("en", "possessive")
 _ZH_SELF = sorted(SELF_ZH, key=len, reverse=True)
+_ZH_WITH = frozenset("和跟与同")
 _ZH_RELATIONS = sorted((word for word in RELATIONS if not word.isascii()), key=len, reverse=True)
 # Words an English sentence may open with before naming whom it is about ("Last month the
 # user ...", "On weekends the user ...").
@@ -22,19 +23,31 @@ def _tokens(text: str, count: int) -> list[str]:
     return [word.lower().replace("’", "'") for word in words(text)[:count]]
 
 
+def _with_self(tokens: list[str]) -> bool:
+    """The words after a person join the user to them ("and I", "and the user"): the
+    statement is about the user too ("My wife and I moved to Denver")."""
+    if tokens[:1] != ["and"]:
+        return False
+    joined = tokens[1:2] if tokens[1:2] != ["the"] else tokens[2:3]
+    return bool(joined) and joined[0] in SELF_EN and joined[0] not in POSSESSIVE_EN
+
+
 def _en_subject(tokens: list[str], *, scan: bool) -> str | None:
     """From the opening words of a statement (or, with `scan`, any of a question's first
-    words): "the office moved the user's checkup" is about the checkup."""
+    words): "the office moved the user's checkup" is about the checkup; "my wife and I" are
+    the user and another, so the user."""
     for index, token in enumerate(tokens):
         owner = token.removesuffix("'s")
         if token in POSSESSIVE_EN or (token == "the" and tokens[index + 1 : index + 2] == ["user's"]):
-            following = tokens[index + 1 : index + 3] if token != "the" else tokens[index + 2 : index + 4]
-            relation = next((RELATIONS[word.removesuffix("'s")] for word in following if word.removesuffix("'s") in RELATIONS), None)
-            return relation or "self"
+            start = index + 1 if token != "the" else index + 2
+            at = next((i for i in range(start, min(start + 2, len(tokens))) if tokens[i].removesuffix("'s") in RELATIONS), None)
+            if at is None or _with_self(tokens[at + 1 :]):
+                return "self"
+            return RELATIONS[tokens[at].removesuffix("'s")]
         if token in SELF_EN:
             return "self"
         if owner in RELATIONS:
-            return RELATIONS[owner]
+            return "self" if _with_self(tokens[index + 1 :]) else RELATIONS[owner]
         if not scan and token not in _LEAD_IN and owner not in _LEAD_IN:
             return None
     return None
@@ -49,11 +62,16 @@ def _zh_subject(text: str, *, scan: bool) -> str | None:
         if self_word:
             after = rest[len(self_word) :].lstrip("的")
             relation = next((word for word in _ZH_RELATIONS if after.startswith(word)), None)
-            return RELATIONS[relation] if relation else "self"
+            return RELATIONS[relation] if relation and not _zh_with_self(after[len(relation) :]) else "self"
         relation = next((word for word in _ZH_RELATIONS if rest.startswith(word)), None)
         if relation:
-            return RELATIONS[relation]
+            return "self" if _zh_with_self(rest[len(relation) :]) else RELATIONS[relation]
     return None
+
+
+def _zh_with_self(rest: str) -> bool:
+    """老婆和我 / 老婆跟用户: the user and another, so the statement is about the user too."""
+    return rest[:1] in _ZH_WITH and any(rest[1:].startswith(word) for word in _ZH_SELF)
 
 
 def subject(text: str) -> str | None:

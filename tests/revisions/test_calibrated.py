@@ -113,6 +113,19 @@ def test_lookalikes_stay_below_the_acting_probability(old: str, new: str, simila
         ("The billing service is written in Go.", "The billing service's on-call rotation is weekly.", 0.876),
         ("order-center 用的是 Java 17。", "order-center 的发版窗口是每周二晚上。", 0.9),
         ("The storage bucket is in eu-west-1.", "The storage bucket was moved to another account.", 0.9),
+        # attributes of a life one text touches and the other does not: where one lives / works
+        ("User lives in Denver.", "User works in Denver, at a bank.", 0.928),
+        # one slot filled differently: an update or another of the kind, never a detail
+        ("用户不吃香菜。", "用户不吃葱。", 0.977),
+        ("User doesn't eat cilantro.", "User doesn't eat onions.", 0.956),
+        # a possessive statement of an attribute the old text does not name: another fact of it
+        ("User works at Stripe.", "Stripe's office is in South San Francisco.", 0.862),
+        ("用户在字节跳动上班。", "字节的办公室在海淀。", 0.915),
+        ("用户养了一条狗。", "狗的兽医是小区门口的宠物医院。", 0.921),
+        # ... an owner in the plural, or another verb than a copula
+        ("User has two cats.", "The cats' vet is at Maple Animal Clinic.", 0.86),
+        ("User drives a Honda Civic.", "The Civic's registration expires in June.", 0.86),
+        ("用户开一辆本田思域。", "思域的年检六月到期。", 0.92),
     ],
 )
 def test_no_confidence_merges_two_attributes_of_one_owner_or_a_change(old, new, similarity, monkeypatch) -> None:

@@ -128,6 +128,9 @@ def test_a_text_saying_its_predecessor_is_gone(text: str, retired: str | None) -
         ("The laptop has 16 GB of memory.", False, {("qty:gb", "16")}),  # short capitals are
         ("用户2019年搬到了上海。", True, {("year", "2019")}),  # a year, not 2019 years
         ("用户工作了20年了。", True, {("qty:年", "20")}),
+        # 早上 and 上午 are both the morning
+        ("用户每周六上午去游泳。", True, {("weekday", "6"), ("daypart", "morning")}),
+        ("每周六早上用户都会去游泳。", True, {("weekday", "6"), ("daypart", "morning")}),
     ],
 )
 def test_value_kinds(text: str, cjk: bool, values: set) -> None:
@@ -253,3 +256,50 @@ def test_the_slot_a_sentence_changed(old: str, new: str, substituted: tuple[str,
 )
 def test_a_part_joined_beside_the_old_statement(old: str, new: str, beside: bool) -> None:
     assert Pair(read(new), read(old), 0.9).adds_beside is beside
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "clashes"),
+    [
+        # A day of the weekend is no other value than "weekends": both can be true.
+        ("User volunteers at the library on weekends.", "User volunteers at the library on Saturdays.", set()),
+        ("用户周末会去图书馆做志愿者。", "每个月第一个周六去图书馆。", set()),
+        ("User works from the office on weekdays.", "User works from the office on Saturdays.", {"weekday"}),
+        ("User swims on Tuesdays.", "User swims on Thursdays.", {"weekday"}),
+    ],
+)
+def test_a_weekday_and_the_part_of_the_week_it_falls_in(old: str, new: str, clashes: set) -> None:
+    assert Pair(read(new), read(old), 0.9).clashes == frozenset(clashes)
+
+
+@pytest.mark.parametrize(
+    ("text", "cue", "negative"),
+    [
+        # A cue word written capitalised inside a sentence is part of a title or a name.
+        ("First up on the user's list: The Left Hand of Darkness and Hyperion.", None, False),
+        ("User is rereading Never Let Me Go.", None, False),
+        ("User left Initech in May.", "left", False),
+        ("Left the band last year, the user says.", "Left", False),
+        ("User NEVER eats pork.", None, True),  # capitals for weight are still read
+        ("I was wrong: the user is 34.", "I was wrong", False),
+    ],
+)
+def test_cue_words_inside_a_title_are_no_cues(text: str, cue: str | None, negative: bool) -> None:
+    signals = read(text)
+    assert (signals.cue, signals.negative) == (cue, negative)
+
+
+@pytest.mark.parametrize(
+    ("text", "negative", "intention"),
+    [
+        ("The API returns milliseconds rather than seconds.", True, None),
+        ("User drinks tea instead of coffee.", True, None),
+        ("用户未来想去日本工作。", False, None),  # 未来 is the future, not 未
+        ("用户家里的无线网是电信的。", False, None),  # 无线 is wireless
+        ("健身房就是家门口那家，主要去上搏击操。", False, None),  # 主要 + 去 is no 要去
+        ("用户下个月要去体检。", False, "要去"),
+    ],
+)
+def test_negations_and_intentions_inside_other_words(text: str, negative: bool, intention: str | None) -> None:
+    signals = read(text)
+    assert (signals.negative, signals.intention) == (negative, intention)

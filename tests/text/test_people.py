@@ -19,6 +19,12 @@ from app.text.people import asked_subject, opens_on_person, relations, subject
         ("我哥在阿里上班。", "brother"),
         ("用户的女儿叫朵朵。", "daughter"),
         ("旺财是用户养的柴犬。", None),
+        # The user and another: about the user too, not about the other alone.
+        ("My husband and I went vegan this year.", "self"),
+        ("My wife and her sister run a bakery.", "wife"),
+        ("老婆和我搬到了杭州。", "self"),
+        ("用户的老婆和用户都喜欢爬山。", "self"),
+        ("老婆在杭州上班。", "wife"),
     ],
 )
 def test_the_subject_of_a_statement(text: str, who: str | None) -> None:
