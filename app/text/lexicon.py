@@ -9,7 +9,7 @@ clause (不…了 finds 不吃辣了 but not 不了).
 
 import re
 import tomllib
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,51 @@ def _compile(patterns: list[str], flags: int = 0) -> re.Pattern | None:
     return re.compile("|".join(patterns), flags) if patterns else None
 
 
+_RUN = re.compile(r"[\w'’-]+")
+_PLAIN_WORD = re.compile(r"[a-z0-9'’-]+")
+
+
+@lru_cache(maxsize=1024)
+def _runs(text: str) -> frozenset[str]:
+    """The text's runs of word characters, case-folded: where English entries can be."""
+    return frozenset(_RUN.findall(text.casefold()))
+
+
+class _EnglishStarts:
+    """Whether a text can hold one of a list's English entries, so that a text that cannot skips
+    the list's pattern: most texts match none of most lists, and a failed search of a long
+    alternation costs more than a few set lookups. Every word of an entry is a whole run of word
+    characters in a text it matches, except a first word that starts earlier ("*-free") or a last
+    one that runs on ("relocat*"); a one-word entry of that kind is looked for by its own small
+    pattern. Never skips a text the list's pattern would match; an entry it cannot read makes
+    every text run that pattern."""
+
+    def __init__(self, entries) -> None:
+        self.wholes: dict[str, list[frozenset[str]]] = {}  # an entry's whole words, by its longest one
+        loose = []
+        self.always = False
+        for entry in entries:
+            parts = entry.casefold().split()
+            if not parts or not all(_PLAIN_WORD.fullmatch(part.strip("*")) for part in parts):
+                self.always = True
+                continue
+            whole = parts[int(parts[0].startswith("*")) : len(parts) - int(parts[-1].endswith("*"))]
+            if whole:
+                self.wholes.setdefault(max(whole, key=len), []).append(frozenset(whole))
+            else:
+                loose.append(entry)
+        self.keys = frozenset(self.wholes)
+        self.loose = _compile(_english_list(loose), re.IGNORECASE)
+
+    def possible(self, text: str) -> bool:
+        if self.always:
+            return True
+        runs = _runs(text)
+        return any(words <= runs for key in self.keys & runs for words in self.wholes[key]) or bool(
+            self.loose and self.loose.search(text)
+        )
+
+
 class Phrases:
     """One list of cue phrases in English and Chinese."""
 
@@ -55,36 +100,44 @@ class Phrases:
         self._en = _compile(_english_list(en), re.IGNORECASE)
         self._zh = _compile([_chinese(entry) for entry in _longest_first(zh)])
         self._except = _compile(_english_list(except_en) + [_chinese(entry) for entry in _longest_first(except_zh)], re.IGNORECASE)
+        self._en_starts = _EnglishStarts(en)
+        # A Chinese entry's pattern starts with its first character (one opening on a gap,
+        # with any: no set, every text runs it).
+        self._zh_firsts = None if any(entry.startswith("…") for entry in zh) else frozenset(entry[0] for entry in zh if entry)
 
     def _clean(self, text: str) -> str:
         return self._except.sub(lambda match: "\x00" * len(match.group(0)), text) if self._except else text
 
+    def _patterns(self, text: str) -> list[re.Pattern]:
+        """The list's patterns that may match the text, English first."""
+        patterns = []
+        if self._en and self._en_starts.possible(text):
+            patterns.append(self._en)
+        if self._zh and (self._zh_firsts is None or not self._zh_firsts.isdisjoint(text)):
+            patterns.append(self._zh)
+        return patterns
+
     def find(self, text: str) -> str | None:
         """The first phrase of the list in the text, as written there; None if none is."""
         text = self._clean(text)
-        for pattern in (self._en, self._zh):
-            match = pattern.search(text) if pattern else None
+        for pattern in self._patterns(text):
+            match = pattern.search(text)
             if match:
                 return match.group(0)
         return None
 
     def all(self, text: str) -> list[str]:
         """Every phrase of the list in the text, as written there."""
-        found: list[str] = []
         text = self._clean(text)
-        for pattern in (self._en, self._zh):
-            if pattern:
-                found += [match.group(0) for match in pattern.finditer(text)]
-        return found
+        return [match.group(0) for pattern in self._patterns(text) for match in pattern.finditer(text)]
 
     def __contains__(self, text: str) -> bool:
         return self.find(text) is not None
 
     def blank(self, text: str, fill: str = " ") -> str:
         """The text with every phrase of the list replaced by `fill` (same length)."""
-        for pattern in (self._en, self._zh):
-            if pattern:
-                text = pattern.sub(lambda match: fill * len(match.group(0)), text)
+        for pattern in self._patterns(text):
+            text = pattern.sub(lambda match: fill * len(match.group(0)), text)
         return text
 
 
