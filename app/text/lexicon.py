@@ -11,7 +11,7 @@ import re
 import tomllib
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 _DIRECTORY = Path(__file__).with_name("lexicons")
 _ZH_GAP = r"[^，。,.;；!！?？:：、\s]{1,4}"
@@ -51,45 +51,64 @@ _RUN = re.compile(r"[\w'’-]+")
 _PLAIN_WORD = re.compile(r"[a-z0-9'’-]+")
 
 
+class _Runs(NamedTuple):
+    whole: frozenset[str]
+    heads: frozenset[str]  # the first _EDGE characters of each
+    tails: frozenset[str]  # the last _EDGE
+
+
+_EDGE = 3
+
+
 @lru_cache(maxsize=1024)
-def _runs(text: str) -> frozenset[str]:
+def _runs(text: str) -> _Runs:
     """The text's runs of word characters, case-folded: where English entries can be."""
-    return frozenset(_RUN.findall(text.casefold()))
+    runs = frozenset(_RUN.findall(text.casefold()))
+    return _Runs(runs, frozenset(run[:_EDGE] for run in runs), frozenset(run[-_EDGE:] for run in runs))
 
 
 class _EnglishStarts:
     """Whether a text can hold one of a list's English entries, so that a text that cannot skips
     the list's pattern: most texts match none of most lists, and a failed search of a long
     alternation costs more than a few set lookups. Every word of an entry is a whole run of word
-    characters in a text it matches, except a first word that starts earlier ("*-free") or a last
-    one that runs on ("relocat*"); a one-word entry of that kind is looked for by its own small
-    pattern. Never skips a text the list's pattern would match; an entry it cannot read makes
-    every text run that pattern."""
+    characters in a text it matches, except a first word that starts earlier ("*-free": a run
+    ending so) or a last one that runs on ("relocat*": a run beginning so); a one-word entry of
+    that kind is looked for by its own small pattern, when a run begins or ends as it does.
+    Never skips a text the list's pattern would match; an entry it cannot read makes every text
+    run that pattern."""
 
     def __init__(self, entries) -> None:
         self.wholes: dict[str, list[frozenset[str]]] = {}  # an entry's whole words, by its longest one
-        loose = []
+        loose, heads, tails = [], set(), set()
         self.always = False
         for entry in entries:
             parts = entry.casefold().split()
             if not parts or not all(_PLAIN_WORD.fullmatch(part.strip("*")) for part in parts):
                 self.always = True
                 continue
-            whole = parts[int(parts[0].startswith("*")) : len(parts) - int(parts[-1].endswith("*"))]
+            runs_in, runs_on = parts[0].startswith("*"), parts[-1].endswith("*")
+            whole = parts[int(runs_in) : len(parts) - int(runs_on)]
+            word = parts[0].strip("*")
             if whole:
                 self.wholes.setdefault(max(whole, key=len), []).append(frozenset(whole))
+            elif len(word) < _EDGE or (runs_in and runs_on):
+                self.always = True  # a short part, or one that may sit anywhere in a run
             else:
                 loose.append(entry)
-        self.keys = frozenset(self.wholes)
+                (tails.add(word[-_EDGE:]) if runs_in else heads.add(word[:_EDGE]))
+        self.keys, self.heads, self.tails = frozenset(self.wholes), frozenset(heads), frozenset(tails)
         self.loose = _compile(_english_list(loose), re.IGNORECASE)
 
     def possible(self, text: str) -> bool:
         if self.always:
             return True
         runs = _runs(text)
-        return any(words <= runs for key in self.keys & runs for words in self.wholes[key]) or bool(
-            self.loose and self.loose.search(text)
-        )
+        if not self.keys.isdisjoint(runs.whole) and any(
+            words <= runs.whole for key in self.keys & runs.whole for words in self.wholes[key]
+        ):
+            return True
+        edges = not (self.heads.isdisjoint(runs.heads) and self.tails.isdisjoint(runs.tails))
+        return edges and self.loose.search(text) is not None
 
 
 class Phrases:
