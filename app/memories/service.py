@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core import foreground
 from app.core.auth import Access
 from app.core.errors import AppError, NotFound, Unavailable, VersionConflict, problem_of, validation_problem
 from app.core.metrics import WRITES
@@ -330,6 +331,9 @@ async def write_batch(
             if not chunk.done():
                 await lock.release()  # no lock is held while embeddings are computed
             embedded = await chunk
+            if foreground.answering():
+                await lock.release()  # nor while it steps aside for a search (app/core/foreground.py)
+                await foreground.step_aside(context.settings.embedding_yield_seconds)
             offset = position % _BATCH_EMBEDDING_CHUNK
             try:
                 access.check(request.namespace)

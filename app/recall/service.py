@@ -13,6 +13,7 @@ from uuid import UUID
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core import foreground
 from app.core.dependencies import Sessions
 from app.core.replica import Reads
 from app.core.settings import Settings
@@ -537,8 +538,8 @@ async def search(
         historical=request.as_of is not None,
     )
     parsing = _time_window(request.query, reference=reference)
-    # A bulk import's embedding yields the cores while the search is answered.
-    with embedder.foreground():
+    # A bulk import's embedding and storing yield the cores while the search is answered.
+    with embedder.foreground(), foreground.search_running():
         async with reads.session_for(session, generations) as reader:
             routes, embedding = await _run_routes(
                 reader,

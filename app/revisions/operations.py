@@ -6,6 +6,7 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core import foreground
 from app.core.auth import Access
 from app.core.dependencies import Sessions
 from app.core.errors import Conflict, NotFound, VersionConflict
@@ -206,8 +207,9 @@ async def review(
 ) -> tuple[list[RevisionLog], int]:
     """Periodic trigger: judge the namespace's recent memories against older ones, in one pass.
     What each judgement applies is committed before the next judge is asked: the namespace lock
-    is released while the judge thinks (revise_stored), and at least every
-    settings.batch_lock_seconds, so writes to the namespace never wait for the whole pass. The
+    is released while the judge thinks (revise_stored), at least every
+    settings.batch_lock_seconds, so writes to the namespace never wait for the whole pass, and
+    while a search is answered in this process, which the pass steps aside for. The
     candidates of the next few memories are read together (read_for_review), again whenever the
     lock was let go or a merge stored a memory they may have to see."""
     await memories.lock_namespace(session, namespace)
@@ -217,8 +219,9 @@ async def review(
     found: dict[UUID, Reviewed | None] | None = None
     held_since = time.monotonic()
     for position, memory in enumerate(pending):
-        if time.monotonic() - held_since > context.settings.batch_lock_seconds:
+        if foreground.answering() or time.monotonic() - held_since > context.settings.batch_lock_seconds:
             await session.commit()  # lets the namespace go
+            await foreground.step_aside(context.settings.embedding_yield_seconds)  # for a search (app/core/foreground.py)
             await memories.lock_namespace(session, namespace)
             found, held_since = None, time.monotonic()
         if found is None or memory.id not in found:

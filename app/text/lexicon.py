@@ -9,9 +9,9 @@ clause (不…了 finds 不吃辣了 but not 不了).
 
 import re
 import tomllib
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 _DIRECTORY = Path(__file__).with_name("lexicons")
 _ZH_GAP = r"[^，。,.;；!！?？:：、\s]{1,4}"
@@ -47,6 +47,70 @@ def _compile(patterns: list[str], flags: int = 0) -> re.Pattern | None:
     return re.compile("|".join(patterns), flags) if patterns else None
 
 
+_RUN = re.compile(r"[\w'’-]+")
+_PLAIN_WORD = re.compile(r"[a-z0-9'’-]+")
+
+
+class _Runs(NamedTuple):
+    whole: frozenset[str]
+    heads: frozenset[str]  # the first _EDGE characters of each
+    tails: frozenset[str]  # the last _EDGE
+
+
+_EDGE = 3
+
+
+@lru_cache(maxsize=1024)
+def _runs(text: str) -> _Runs:
+    """The text's runs of word characters, case-folded: where English entries can be."""
+    runs = frozenset(_RUN.findall(text.casefold()))
+    return _Runs(runs, frozenset(run[:_EDGE] for run in runs), frozenset(run[-_EDGE:] for run in runs))
+
+
+class _EnglishStarts:
+    """Whether a text can hold one of a list's English entries, so that a text that cannot skips
+    the list's pattern: most texts match none of most lists, and a failed search of a long
+    alternation costs more than a few set lookups. Every word of an entry is a whole run of word
+    characters in a text it matches, except a first word that starts earlier ("*-free": a run
+    ending so) or a last one that runs on ("relocat*": a run beginning so); a one-word entry of
+    that kind is looked for by its own small pattern, when a run begins or ends as it does.
+    Never skips a text the list's pattern would match; an entry it cannot read makes every text
+    run that pattern."""
+
+    def __init__(self, entries) -> None:
+        self.wholes: dict[str, list[frozenset[str]]] = {}  # an entry's whole words, by its longest one
+        loose, heads, tails = [], set(), set()
+        self.always = False
+        for entry in entries:
+            parts = entry.casefold().split()
+            if not parts or not all(_PLAIN_WORD.fullmatch(part.strip("*")) for part in parts):
+                self.always = True
+                continue
+            runs_in, runs_on = parts[0].startswith("*"), parts[-1].endswith("*")
+            whole = parts[int(runs_in) : len(parts) - int(runs_on)]
+            word = parts[0].strip("*")
+            if whole:
+                self.wholes.setdefault(max(whole, key=len), []).append(frozenset(whole))
+            elif len(word) < _EDGE or (runs_in and runs_on):
+                self.always = True  # a short part, or one that may sit anywhere in a run
+            else:
+                loose.append(entry)
+                (tails.add(word[-_EDGE:]) if runs_in else heads.add(word[:_EDGE]))
+        self.keys, self.heads, self.tails = frozenset(self.wholes), frozenset(heads), frozenset(tails)
+        self.loose = _compile(_english_list(loose), re.IGNORECASE)
+
+    def possible(self, text: str) -> bool:
+        if self.always:
+            return True
+        runs = _runs(text)
+        if not self.keys.isdisjoint(runs.whole) and any(
+            words <= runs.whole for key in self.keys & runs.whole for words in self.wholes[key]
+        ):
+            return True
+        edges = not (self.heads.isdisjoint(runs.heads) and self.tails.isdisjoint(runs.tails))
+        return edges and self.loose.search(text) is not None
+
+
 class Phrases:
     """One list of cue phrases in English and Chinese."""
 
@@ -55,36 +119,44 @@ class Phrases:
         self._en = _compile(_english_list(en), re.IGNORECASE)
         self._zh = _compile([_chinese(entry) for entry in _longest_first(zh)])
         self._except = _compile(_english_list(except_en) + [_chinese(entry) for entry in _longest_first(except_zh)], re.IGNORECASE)
+        self._en_starts = _EnglishStarts(en)
+        # A Chinese entry's pattern starts with its first character (one opening on a gap,
+        # with any: no set, every text runs it).
+        self._zh_firsts = None if any(entry.startswith("…") for entry in zh) else frozenset(entry[0] for entry in zh if entry)
 
     def _clean(self, text: str) -> str:
         return self._except.sub(lambda match: "\x00" * len(match.group(0)), text) if self._except else text
 
+    def _patterns(self, text: str) -> list[re.Pattern]:
+        """The list's patterns that may match the text, English first."""
+        patterns = []
+        if self._en and self._en_starts.possible(text):
+            patterns.append(self._en)
+        if self._zh and (self._zh_firsts is None or not self._zh_firsts.isdisjoint(text)):
+            patterns.append(self._zh)
+        return patterns
+
     def find(self, text: str) -> str | None:
         """The first phrase of the list in the text, as written there; None if none is."""
         text = self._clean(text)
-        for pattern in (self._en, self._zh):
-            match = pattern.search(text) if pattern else None
+        for pattern in self._patterns(text):
+            match = pattern.search(text)
             if match:
                 return match.group(0)
         return None
 
     def all(self, text: str) -> list[str]:
         """Every phrase of the list in the text, as written there."""
-        found: list[str] = []
         text = self._clean(text)
-        for pattern in (self._en, self._zh):
-            if pattern:
-                found += [match.group(0) for match in pattern.finditer(text)]
-        return found
+        return [match.group(0) for pattern in self._patterns(text) for match in pattern.finditer(text)]
 
     def __contains__(self, text: str) -> bool:
         return self.find(text) is not None
 
     def blank(self, text: str, fill: str = " ") -> str:
         """The text with every phrase of the list replaced by `fill` (same length)."""
-        for pattern in (self._en, self._zh):
-            if pattern:
-                text = pattern.sub(lambda match: fill * len(match.group(0)), text)
+        for pattern in self._patterns(text):
+            text = pattern.sub(lambda match: fill * len(match.group(0)), text)
         return text
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from app.text import asks_about_past, asks_about_present, lexicon, negated
-from app.text.lexicon import Phrases
+from app.text.lexicon import Phrases, _EnglishStarts
 
 LEXICONS = sorted(Path("app/text/lexicons").glob("*.toml"))
 
@@ -82,3 +82,34 @@ def test_a_list_finds_what_its_entries_find_one_by_one() -> None:
     for text in texts:
         assert phrases.find(text) == _one_by_one(entries, text), text
     assert phrases.all("moved, unmoved, moved to Rome") == ["moved", "moved to"]
+
+
+def _unfiltered(phrases: Phrases, text: str) -> list[str]:
+    """Every match of the list's patterns, run on the text whatever words it holds."""
+    text = phrases._clean(text)
+    return [match.group(0) for pattern in (phrases._en, phrases._zh) if pattern for match in pattern.finditer(text)]
+
+
+def test_a_text_that_cannot_hold_an_entry_skips_the_list_and_no_other_does() -> None:
+    starts = _EnglishStarts(["no longer", "moved to", "relocat*", "*-free"])
+    assert not starts.possible("User lives in Denver, longer than planned.")  # "longer" without "no"
+    assert not starts.possible("User is moving to Rome, tax free.")  # "*-free" needs a hyphen
+    for text in ("They NO   LONGER smoke", "moved to Rome", "relocating soon", "sugar-free jam"):
+        assert starts.possible(text), text
+    assert _EnglishStarts(["a.m."]).possible("no dot here")  # an entry it cannot read: always run
+
+
+@pytest.mark.parametrize("path", LEXICONS, ids=lambda path: path.name)
+def test_every_list_finds_what_its_whole_pattern_finds(path: Path) -> None:
+    """Each entry of the file, in texts of several shapes, is found (or not) exactly as the
+    list's patterns run without the word filter find it."""
+    loaded = lexicon(path.stem)
+    for section in loaded.sections():
+        phrases = loaded[section]
+        texts = []
+        for entry in phrases.en + phrases.zh:
+            written = entry.replace("*", "ing").replace("…", "吃辣")
+            texts += [f"User {written} now.", f"{written.upper()}!", f"the {written}-like one", f"用户{written}了", f"re{written} x"]
+        for text in texts:
+            assert phrases.find(text) == next(iter(_unfiltered(phrases, text)), None), (section, text)
+            assert phrases.all(text) == _unfiltered(phrases, text), (section, text)
