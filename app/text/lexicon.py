@@ -111,6 +111,21 @@ class _EnglishStarts:
         return edges and self.loose.search(text) is not None
 
 
+def _zh_firsts(entries) -> frozenset[str] | None:
+    """The characters Chinese entries open on (a pattern of them starts with one); None when
+    one opens on a gap, which any character may fill."""
+    return None if any(entry.startswith("…") for entry in entries) else frozenset(entry[0] for entry in entries if entry)
+
+
+@lru_cache(maxsize=1024)
+def _characters(text: str) -> frozenset[str]:
+    return frozenset(text)
+
+
+def _zh_possible(firsts: frozenset[str] | None, text: str) -> bool:
+    return firsts is None or not firsts.isdisjoint(_characters(text))
+
+
 class Phrases:
     """One list of cue phrases in English and Chinese."""
 
@@ -119,20 +134,20 @@ class Phrases:
         self._en = _compile(_english_list(en), re.IGNORECASE)
         self._zh = _compile([_chinese(entry) for entry in _longest_first(zh)])
         self._except = _compile(_english_list(except_en) + [_chinese(entry) for entry in _longest_first(except_zh)], re.IGNORECASE)
-        self._en_starts = _EnglishStarts(en)
-        # A Chinese entry's pattern starts with its first character (one opening on a gap,
-        # with any: no set, every text runs it).
-        self._zh_firsts = None if any(entry.startswith("…") for entry in zh) else frozenset(entry[0] for entry in zh if entry)
+        self._en_starts, self._zh_firsts = _EnglishStarts(en), _zh_firsts(zh)
+        self._except_starts, self._except_firsts = _EnglishStarts(except_en), (_zh_firsts(except_zh) if except_zh else frozenset())
 
     def _clean(self, text: str) -> str:
-        return self._except.sub(lambda match: "\x00" * len(match.group(0)), text) if self._except else text
+        if not self._except or not (self._except_starts.possible(text) or _zh_possible(self._except_firsts, text)):
+            return text
+        return self._except.sub(lambda match: "\x00" * len(match.group(0)), text)
 
     def _patterns(self, text: str) -> list[re.Pattern]:
         """The list's patterns that may match the text, English first."""
         patterns = []
         if self._en and self._en_starts.possible(text):
             patterns.append(self._en)
-        if self._zh and (self._zh_firsts is None or not self._zh_firsts.isdisjoint(text)):
+        if self._zh and _zh_possible(self._zh_firsts, text):
             patterns.append(self._zh)
         return patterns
 
