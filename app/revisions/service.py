@@ -308,7 +308,7 @@ async def _apply_refine(
         revision.note = "; ".join(filter(None, [revision.note, "no merged text could be stored, so both stay"]))
         return
     embedding = merged_vectors.get(content)
-    if embedding is None:  # taken from the two memories, or not embedded with the ruling (a pending revision applied later)
+    if embedding is None:  # from the two memories' vectors, else not embedded with the ruling (applied later)
         embedding = await _from_parts(session, content, old, new, model=context.embedder.name)
     if embedding is None:
         embedding = (await context.embedder.embed_passages([content]))[0]

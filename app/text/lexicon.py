@@ -135,7 +135,7 @@ class Phrases:
         self._zh = _compile([_chinese(entry) for entry in _longest_first(zh)])
         self._except = _compile(_english_list(except_en) + [_chinese(entry) for entry in _longest_first(except_zh)], re.IGNORECASE)
         self._en_starts, self._zh_firsts = _EnglishStarts(en), _zh_firsts(zh)
-        self._except_starts, self._except_firsts = _EnglishStarts(except_en), (_zh_firsts(except_zh) if except_zh else frozenset())
+        self._except_starts, self._except_firsts = _EnglishStarts(except_en), _zh_firsts(except_zh)
 
     def _clean(self, text: str) -> str:
         if not self._except or not (self._except_starts.possible(text) or _zh_possible(self._except_firsts, text)):
