@@ -245,7 +245,7 @@ _CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
 
 def _cue_text(text: str, cjk: bool) -> str:
     """The text the cue phrases are looked for in: an English word written capitalised inside
-    a sentence is part of a name or a title ("The Left Hand of Darkness", "Never Let Me Go"),
+    a sentence is part of a name or a title ("The Day the Music Stopped", "Never Let Me Go"),
     not a cue, and is blanked ("I" stays: "I was wrong"; so does a word in capitals, "NEVER",
     written so for weight)."""
     if cjk:

@@ -34,7 +34,7 @@ def _with_self(tokens: list[str]) -> bool:
 
 def _en_subject(tokens: list[str], *, scan: bool) -> str | None:
     """From the opening words of a statement (or, with `scan`, any of a question's first
-    words): "the office moved the user's checkup" is about the checkup; "my wife and I" are
+    words): "the school moved the user's parent meeting" is about the meeting; "my wife and I" are
     the user and another, so the user."""
     for index, token in enumerate(tokens):
         owner = token.removesuffix("'s")

@@ -14,7 +14,7 @@ from app.text.people import asked_subject, opens_on_person, relations, subject
         ("User's twins take swimming lessons.", "child"),
         ("Last month the user switched jobs.", "self"),
         ("The dog is a beagle.", "dog"),
-        ("The office moved the user's checkup.", None),
+        ("The school moved the user's parent meeting.", None),
         ("用户住在上海。", "self"),
         ("我哥在阿里上班。", "brother"),
         ("用户的女儿叫朵朵。", "daughter"),
