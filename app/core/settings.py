@@ -211,9 +211,10 @@ class Settings(BaseSettings):
     # search is answered in the process, so a bulk import never holds searches back.
     embedding_chunk_size: int = Field(default=4, ge=1, le=256)
     embedding_yield_seconds: float = Field(default=0.25, ge=0, le=10)
-    # How much lower the passage worker process's priority is (Linux niceness, added to this one's):
-    # a bulk import's embedding takes the CPU that searches, requests and the database leave.
-    embedding_passage_niceness: int = Field(default=10, ge=0, le=19)
+    # How much lower the passage worker process's priority is (Linux niceness, added to this one's,
+    # at most 19): a bulk import's embedding takes the CPU that searches, requests and the
+    # database leave.
+    embedding_passage_niceness: int = Field(default=19, ge=0, le=19)
     # Processes embedding passages side by side, each on one thread (about 55 MB each).
     embedding_passage_workers: int = Field(default=2, ge=1, le=16)
     # Requests use at most one pooled connection each; at most this many use the database at
