@@ -263,7 +263,7 @@ def test_a_part_joined_beside_the_old_statement(old: str, new: str, beside: bool
     [
         # A day of the weekend is no other value than "weekends": both can be true.
         ("User volunteers at the library on weekends.", "User volunteers at the library on Saturdays.", set()),
-        ("用户周末会去图书馆做志愿者。", "每个月第一个周六去图书馆。", set()),
+        ("用户周末会去公园跑步。", "每个月最后一个周日去公园。", set()),
         ("User works from the office on weekdays.", "User works from the office on Saturdays.", {"weekday"}),
         ("User swims on Tuesdays.", "User swims on Thursdays.", {"weekday"}),
     ],
@@ -296,8 +296,8 @@ def test_cue_words_inside_a_title_are_no_cues(text: str, cue: str | None, negati
         ("User drinks tea instead of coffee.", True, None),
         ("用户未来想去日本工作。", False, None),  # 未来 is the future, not 未
         ("用户家里的无线网是电信的。", False, None),  # 无线 is wireless
-        ("健身房就是家门口那家，主要去上搏击操。", False, None),  # 主要 + 去 is no 要去
-        ("用户下个月要去体检。", False, "要去"),
+        ("周末主要去河边钓鱼。", False, None),  # 主要 + 去 is no 要去
+        ("用户下周要去北京出差。", False, "要去"),
     ],
 )
 def test_negations_and_intentions_inside_other_words(text: str, negative: bool, intention: str | None) -> None:
