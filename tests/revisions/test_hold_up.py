@@ -202,8 +202,8 @@ async def test_refine_never_merges_two_attributes_of_one_subject(client):
 async def test_a_detail_the_rules_see_is_proposed_as_a_merge_and_held(client):
     # The table alone (no calibrated model) proposes the merge and holds it.
     client._transport.app.state.judge = RulesJudge(disabled=frozenset({CALIBRATED}))
-    gym = (await write(client, "User has a gym membership that includes pool access."))["memory"]
-    detail = await write(client, "The membership is with Iron Tide Fitness at $45 a month.")
+    gym = (await write(client, "User has a climbing gym pass that includes yoga classes."))["memory"]
+    detail = await write(client, "The pass is with Granite Wall Climbing at $60 a month.")
     [revision] = [r for r in detail["revisions"] if r["old_memory_id"] == gym["id"]]
     assert (revision["decision"], revision["status"]) == ("REFINE", "pending")
     assert (await memory(client, gym["id"]))["memory"]["status"] == "active"
@@ -215,5 +215,5 @@ async def test_a_detail_the_rules_see_is_proposed_as_a_merge_and_held(client):
     assert applied.status_code == 200, applied.text
     merged_id = (await memory(client, gym["id"]))["memory"]["superseded_by"]
     merged = (await memory(client, merged_id))["memory"]
-    assert "pool access" in merged["content"] and "Iron Tide Fitness" in merged["content"]
+    assert "yoga classes" in merged["content"] and "Granite Wall Climbing" in merged["content"]
     assert merged["source"]["kind"] == "agent"

@@ -78,8 +78,8 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
     ),
     "value_update": (
         ("The weekly sync is on Mondays at 11am.", "The weekly sync is on Wednesdays at 2pm.", 0.922, None),
-        ("From April to October the user bikes to the office.",
-         "From November to March the user takes the train because the bike lanes ice over.", 0.88, None),
+        ("Between May and September the user cycles to work.",
+         "Between October and April the user rides the bus because the roads get icy.", 0.867, None),
     ),
     "number_changed": (
         ("The connection pool is capped at max_connections 50.", "The DBA raised max_connections to 200 on the primary.", 0.894, None),
@@ -132,7 +132,7 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
         ("User is a die-hard PlayStation gamer.", "Last month the user's son switched to a Nintendo Switch and loves it.", 0.811, None),
     ),
     "elaboration": (
-        ("User has a gym membership that includes pool access.", "The membership is with Iron Tide Fitness at $45 a month.", 0.838, None),
+        ("User has a climbing gym pass that includes yoga classes.", "The pass is with Granite Wall Climbing at $60 a month.", 0.848, None),
         # another attribute of one subject is never merged into it
         ("The billing service is written in Go.", "The billing service's on-call rotation is weekly.", 0.876, None),
     ),

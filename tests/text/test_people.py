@@ -36,7 +36,7 @@ def test_the_subject_of_a_statement(text: str, who: str | None) -> None:
     [
         ("What does the user do for a living?", "self"),
         ("What does the user's wife do?", "wife"),
-        ("What's the name of the son's pet snake?", "son"),
+        ("Which team does the son's coach want him on?", "son"),
         ("用户女儿的小名叫什么？", "daughter"),
         ("When is the school play?", None),
     ],
