@@ -21,7 +21,6 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,9 +74,6 @@ class CachingEmbedder:
         if text not in self._queries:
             self._queries[text] = await self.real.embed_query(text)
         return self._queries[text]
-
-    def foreground(self) -> AbstractContextManager[None]:
-        return self.real.foreground()
 
     def passage_vectors(self, texts: list[str]) -> np.ndarray:
         """Vectors already computed for these passages (the dense baseline ranks with them)."""

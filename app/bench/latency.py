@@ -13,7 +13,6 @@ for. The in-process transport returns only once the request's background work is
 import random
 import time
 import uuid
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -83,9 +82,6 @@ class ReadyVectors:
 
     async def embed_query(self, text: str) -> np.ndarray:
         return next(self._vectors)
-
-    def foreground(self) -> AbstractContextManager[None]:
-        return self._real.foreground()
 
 
 def _vocabulary() -> list[str]:

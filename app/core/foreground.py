@@ -1,36 +1,49 @@
-"""Searches being answered in this process, and bulk work stepping aside for them.
+"""Work a user waits for (a search, a query's embedding), counted in this process, and bulk work
+stepping aside for it.
 
-A batch import stores its items on the event loop that also answers searches: judging an item
-is a few milliseconds of Python that each step of a search would otherwise wait behind. So
-between items a batch waits while a search runs here, at most a bounded time at each item
+A batch import stores its items on the event loop that also answers searches, and embeds them
+on passage threads that share the cores: judging an item is a few milliseconds of Python that
+each step of a search would otherwise wait behind, and a passage chunk seconds of CPU. So a
+batch's next item, a review's next memory (`step_aside`, on the event loop) and a passage chunk
+(`wait_quiet`, on its thread) wait while such work runs here, each at most a bounded time
 (`settings.embedding_yield_seconds`), which a stream of searches cannot stretch into starving
-the import. Per process by nature: it is this process's event loop that is shared. (The
-passage workers yield to searches the same way: `EmbeddingProvider.foreground`.)"""
+the import. Per process by nature: it is this process's loop and cores that are shared."""
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_answering = 0
+_waiting = 0
+_quiet = threading.Condition()  # passage threads wait on it
 
 
 @contextmanager
-def search_running() -> Iterator[None]:
-    global _answering
-    _answering += 1
+def user_waiting() -> Iterator[None]:
+    global _waiting
+    with _quiet:
+        _waiting += 1
     try:
         yield
     finally:
-        _answering -= 1
+        with _quiet:
+            _waiting -= 1
+            _quiet.notify_all()
 
 
-def answering() -> bool:
-    return _answering > 0
+def waiting() -> bool:
+    return _waiting > 0
 
 
 async def step_aside(limit: float) -> None:
-    """Return once no search is being answered in this process, or after `limit` seconds."""
+    """On the event loop: return once no work a user waits for runs, or after `limit` seconds."""
     deadline = time.monotonic() + limit
-    while _answering and time.monotonic() < deadline:
+    while _waiting and time.monotonic() < deadline:
         await asyncio.sleep(0.002)
+
+
+def wait_quiet(limit: float) -> None:
+    """On a thread: the same, blocking it."""
+    with _quiet:
+        _quiet.wait_for(lambda: _waiting == 0, timeout=limit)

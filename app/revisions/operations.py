@@ -219,7 +219,7 @@ async def review(
     found: dict[UUID, Reviewed | None] | None = None
     held_since = time.monotonic()
     for position, memory in enumerate(pending):
-        if foreground.answering() or time.monotonic() - held_since > context.settings.batch_lock_seconds:
+        if foreground.waiting() or time.monotonic() - held_since > context.settings.batch_lock_seconds:
             await session.commit()  # lets the namespace go
             await foreground.step_aside(context.settings.embedding_yield_seconds)  # for a search (app/core/foreground.py)
             await memories.lock_namespace(session, namespace)

