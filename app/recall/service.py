@@ -519,27 +519,27 @@ async def search(
     at = request.as_of or datetime.now(timezone.utc)
     # The moment the question is asked from: recency and time expressions are measured from it.
     reference = request.reference_time or at
-    generations = await namespaces.generations(session, request.all_namespaces)
-    cache_key = cache.key(request.model_dump_json(), generations)
-    cached: SearchResponse | None = None if request.explain or request.as_of else cache.get(cache_key)
-    if cached is not None:
-        if request.record_access:
-            after_answer(count_access, sessions, [hit.memory.id for hit in cached.hits], at=at)
-        return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 3)})
-
-    scope = Scope(
-        namespaces=request.all_namespaces,
-        statuses=request.statuses,
-        at=at,
-        memory_types=request.memory_types,
-        key_prefix=request.key_prefix,
-        created_after=request.created_after,
-        created_before=request.created_before,
-        historical=request.as_of is not None,
-    )
-    parsing = _time_window(request.query, reference=reference)
-    # A bulk import's embedding and storing yield the cores while the search is answered.
+    # A bulk import's embedding and storing yield the cores from the search's first statement on.
     with foreground.user_waiting():
+        generations = await namespaces.generations(session, request.all_namespaces)
+        cache_key = cache.key(request.model_dump_json(), generations)
+        cached: SearchResponse | None = None if request.explain or request.as_of else cache.get(cache_key)
+        if cached is not None:
+            if request.record_access:
+                after_answer(count_access, sessions, [hit.memory.id for hit in cached.hits], at=at)
+            return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 3)})
+
+        scope = Scope(
+            namespaces=request.all_namespaces,
+            statuses=request.statuses,
+            at=at,
+            memory_types=request.memory_types,
+            key_prefix=request.key_prefix,
+            created_after=request.created_after,
+            created_before=request.created_before,
+            historical=request.as_of is not None,
+        )
+        parsing = _time_window(request.query, reference=reference)
         async with reads.session_for(session, generations) as reader:
             routes, embedding = await _run_routes(
                 reader,

@@ -1,6 +1,5 @@
 """Revision calls made on purpose: explicit revise, pending apply/dismiss, rollback, review."""
 
-import time
 from datetime import datetime, timezone
 from uuid import UUID
 
@@ -15,7 +14,16 @@ from app.memories import repository as memories
 from app.memories.sensitive import refuse_sensitive
 from app.models import Memory, RevisionLog
 from app.revisions import repository
-from app.revisions.service import Context, Reviewed, apply, log_revision, read_for_review, revise_reviewed, revise_stored, tag
+from app.revisions.service import (
+    Context,
+    Reviewed,
+    apply,
+    log_revision,
+    needs_review,
+    read_for_review,
+    revise_stored,
+    tag,
+)
 
 
 async def _memory(session: AsyncSession, memory_id: UUID | None) -> Memory:
@@ -198,7 +206,7 @@ async def rollback(
 
 
 # A review reads the candidates of this many memories at once: enough to save most statements,
-# few enough that what a merge or a let-go lock makes it read again stays small.
+# few enough that what a judgement changes makes it read again little.
 _REVIEW_READ = 10
 
 
@@ -206,36 +214,29 @@ async def review(
     session: AsyncSession, *, namespace: str, since: datetime | None, limit: int, context: Context
 ) -> tuple[list[RevisionLog], int]:
     """Periodic trigger: judge the namespace's recent memories against older ones, in one pass.
-    What each judgement applies is committed before the next judge is asked: the namespace lock
-    is released while the judge thinks (revise_stored), at least every
-    settings.batch_lock_seconds, so writes to the namespace never wait for the whole pass, and
-    while a search is answered in this process, which the pass steps aside for. The
-    candidates of the next few memories are read together (read_for_review), again whenever the
-    lock was let go or a merge stored a memory they may have to see."""
-    await memories.lock_namespace(session, namespace)
+    The pass reads without the namespace lock, the candidates of the next few memories at once
+    (read_for_review): a memory whose candidates were all judged before, the usual case once its
+    write judged them, costs no lock. One with a candidate left is judged under the lock
+    (revise_stored reads its candidates again there, and lets the lock go while a slow judge
+    thinks), and that is committed before the pass goes on, so writes to the namespace wait for
+    one judgement at most, never for the pass. The pass steps aside while a search is answered
+    in this process."""
     recent = await repository.recent_revisable(session, namespace=namespace, since=since, limit=limit)
     pending = list(reversed(recent))  # oldest first, as they were written
     revisions: list[RevisionLog] = []
     found: dict[UUID, Reviewed | None] | None = None
-    held_since = time.monotonic()
     for position, memory in enumerate(pending):
-        if foreground.waiting() or time.monotonic() - held_since > context.settings.batch_lock_seconds:
-            await session.commit()  # lets the namespace go
+        if foreground.waiting():
+            await session.commit()  # no snapshot kept open while it waits
             await foreground.step_aside(context.settings.embedding_yield_seconds)  # for a search (app/core/foreground.py)
-            await memories.lock_namespace(session, namespace)
-            found, held_since = None, time.monotonic()
         if found is None or memory.id not in found:
             found = await read_for_review(session, pending[position : position + _REVIEW_READ], context=context)
         reviewed = found[memory.id]
-        if reviewed is None:
-            continue  # no longer active
-        judged = await revise_reviewed(session, memory, reviewed, context=context)
-        if judged is None:  # a slow judge: asked with the lock released, what was read is stale
-            judged = await revise_stored(session, memory, embedding=reviewed.embedding, context=context, periodic=True)
-            found, held_since = None, time.monotonic()
-        elif any(revision.merged_memory_id for revision in judged):
-            found = None
-        revisions += judged
+        if reviewed is None or not await needs_review(session, memory, reviewed, context=context):
+            continue
+        revisions += await revise_stored(session, memory, embedding=reviewed.embedding, context=context, periodic=True)
+        await session.commit()  # lets the namespace go
+        found = None  # what was applied may change the next memories' candidates
     return revisions, len(recent)
 
 

@@ -174,6 +174,16 @@ def _restatement(pair: Pair) -> str | None:
     return None
 
 
+def _several_statements(pair: Pair) -> str | None:
+    """The old memory says several things and the new one neither restates it nor holds it
+    whole: a change to one of them leaves the others true, and superseding or merging the
+    memory would hide or bury them ("Lena moved the retro to Friday. The team lunch is on
+    Thursday." / "The retro is back on Wednesday")."""
+    if pair.old.statements > 1:
+        return f"the old memory makes {pair.old.statements} statements"
+    return None
+
+
 def _value_update(pair: Pair) -> str | None:
     """The same statement with another value of a precise kind (a time, a date, a price ...)."""
     if not pair.clashes or pair.different_subjects:
@@ -185,7 +195,8 @@ def _value_update(pair: Pair) -> str | None:
         return f"'{cue}', the same person's {', '.join(sorted(common))} with a different {kinds}"
     if not pair.shared:
         return None
-    if pair.overlap >= 0.5:
+    # Other names beside the other value: another event of the kind, not this one changed.
+    if pair.overlap >= 0.5 and not pair.names_clash:
         return f"the same statement with a different {kinds}"
     if pair.new.cue and (pair.overlap >= 0.25 or pair.same_subject or pair.ended):
         return f"'{pair.new.cue}' and a different {kinds}"
@@ -366,6 +377,7 @@ RULES: tuple[Rule, ...] = (
     Rule("added_beside", "COEXIST", 0.1, _added_beside, "the old statement restated with another part joined to it"),
     Rule("extension", "REFINE", 0.1, _extension, "the old statement restated word for word with more detail"),
     Rule("restatement", "DUPLICATE", 0.15, _restatement, "the same statement again"),
+    Rule("several_statements", None, 0.1, _several_statements, "the old memory says several things: one changed leaves the rest"),
     Rule("only_value_changed", "CONFLICT", 0.05, _only_value_changed, "the one value of a favourite or preference changed"),
     Rule("other_instance", "COEXIST", 0.1, _other_instance, "another qualifier or number, no change word"),
     Rule("value_update", "CONFLICT", 0.2, _value_update, "the same statement, another value of a precise kind"),

@@ -657,9 +657,9 @@ class Reviewed:
 
 
 async def read_for_review(session: AsyncSession, pending: list[Memory], *, context: Context) -> dict[UUID, Reviewed | None]:
-    """The candidates of several memories a review has to judge, read at once under the
-    namespace lock (four statements, not four a memory): valid while the lock is held and
-    nothing new is stored. None for a memory no longer active; the rows come back fresh."""
+    """The candidates of several memories a review has to judge, read at once (four
+    statements, not four a memory). None for a memory no longer active; the rows come back
+    fresh."""
     if not pending:
         return {}
     settings = context.settings
@@ -687,12 +687,11 @@ async def read_for_review(session: AsyncSession, pending: list[Memory], *, conte
     }
 
 
-async def revise_reviewed(session: AsyncSession, memory: Memory, reviewed: Reviewed, *, context: Context) -> list[RevisionLog] | None:
-    """A review's judgement of one memory from what `read_for_review` read, under the lock held
-    since; None when its candidates have to be judged with the lock let go (`rule_under_lock`),
-    which `revise_stored` does."""
+async def needs_review(session: AsyncSession, memory: Memory, reviewed: Reviewed, *, context: Context) -> bool:
+    """Whether a review has a candidate to judge for this memory, from what `read_for_review`
+    read; no lock is needed to find none (`revise_stored` reads the candidates again under it)."""
     if memory.status != "active":
-        return []  # superseded (or held for review) earlier in this pass
+        return False  # superseded (or held for review) earlier in this pass
     candidates = await triggered(
         session,
         memory,
@@ -703,12 +702,7 @@ async def revise_reviewed(session: AsyncSession, memory: Memory, reviewed: Revie
         scanned=reviewed.scan,
         judged=reviewed.judged,
     )
-    ruled = await rule_under_lock(memory, candidates, context=context) if candidates else None
-    if candidates and ruled is None:
-        return None
-    return await revise_new_memory(
-        session, memory, embedding=reviewed.embedding, context=context, triggers=Triggers([], candidates), ruled=ruled
-    )
+    return bool(candidates)
 
 
 async def revise_stored(

@@ -8,8 +8,26 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from app.revisions.values import Value, anchored_numbers, extract_values, since
-from app.text import STOPWORDS, ZH_EMPTY_CHARS, ZH_FUNCTION_CHARS, cjk_bigrams, is_cjk, lexicon, stem, words
-from app.text.people import RELATIONS, SELF_EN, SELF_ZH, opens_on_person, relations, subject
+from app.text import (
+    STOPWORDS,
+    ZH_EMPTY_CHARS,
+    ZH_FUNCTION_CHARS,
+    cjk_bigrams,
+    cjk_characters,
+    is_cjk,
+    lexicon,
+    sentences,
+    stem,
+    words,
+)
+from app.text.people import (
+    RELATIONS,
+    SELF_EN,
+    SELF_ZH,
+    opens_on_person,
+    relations,
+    subject,
+)
 
 _CUES = lexicon("cues")
 _ATTRIBUTES = lexicon("attributes")
@@ -82,6 +100,7 @@ class Signals:
     additive: str | None
     unique: str | None  # a word making the value the only one ("favourite", "prefers", 最喜欢)
     negative: bool
+    statements: int  # sentences that say something (two content words, four CJK characters)
 
     @property
     def cue(self) -> str | None:
@@ -324,6 +343,17 @@ def read(text: str) -> Signals:
         additive=_CUES["additive"].find(cues),
         unique=_CUES["unique"].find(cues),
         negative=_CUES["negation"].find(cues) is not None,
+        statements=_statements(text),
+    )
+
+
+def _statements(text: str) -> int:
+    """How many sentences of the text say something: an end mark after a lone word ("Yes.",
+    "Done!") or an abbreviation starts no second statement."""
+    return sum(
+        1
+        for sentence in sentences(text)
+        if cjk_characters(sentence) >= 4 or sum(1 for word in words(sentence) if word.isalpha() and word.lower() not in STOPWORDS) >= 2
     )
 
 

@@ -24,6 +24,12 @@ _CJK_RUN = re.compile(rf"[{CJK_CHARS}]+")
 _CJK_CHAR = re.compile(rf"[{CJK_CHARS}]")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 _VOWEL = re.compile(r"[aeiouy]")
+# A sentence ends at an end mark before a space and a capital, a digit or a quote (English), at
+# a CJK end mark or a semicolon, or at a line break.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“‘'(])|(?<=[;；。！？!?])\s*|\n+")
+# What a period after it ends no sentence: a short capitalised word or an initial ("St.",
+# "Dr.", "Inc.", "J.", "U.S.").
+_ABBREVIATION = re.compile(r"(?:^|[\s(])(?:[A-Z][a-z]{0,2}|[A-Za-z](?:\.[A-Za-z])+)\.$")
 _NO_UNDOUBLE = frozenset("lsz")
 
 _STOPWORDS = lexicon("stopwords")
@@ -34,14 +40,32 @@ ZH_FUNCTION_CHARS = frozenset("".join(_STOPWORDS.words("zh")))
 ZH_EMPTY_CHARS = _STOPWORDS.words("zh_single")
 
 
+def cjk_characters(text: str) -> int:
+    return len(_CJK_CHAR.findall(text))
+
+
 def is_cjk(text: str) -> bool:
     """Whether a text is written in a CJK language (two CJK characters are enough)."""
-    return len(_CJK_CHAR.findall(text)) >= 2
+    return cjk_characters(text) >= 2
 
 
 def words(text: str) -> list[str]:
     """Latin words and numbers as written (case kept, hyphens and apostrophes inside kept)."""
     return [word.strip("'’-") for word in _WORD.findall(text)]
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text, in order, stripped; empty ones left out."""
+    found: list[str] = []
+    for piece in _SENTENCE_BREAK.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if found and _ABBREVIATION.search(found[-1]):
+            found[-1] = f"{found[-1]} {piece}"
+        else:
+            found.append(piece)
+    return found
 
 
 def lexemes(text: str) -> list[str]:

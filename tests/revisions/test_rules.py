@@ -67,6 +67,11 @@ EXAMPLES: dict[str, tuple[tuple, tuple]] = {
         ("User is vegan.", "User follows a vegan diet.", 0.972, None),
         ("User prefers window seats.", "User prefers aisle seats.", 0.956, None),
     ),
+    "several_statements": (
+        ("Lena moved the retro to Friday. The team lunch is on Thursday.", "The retro is back on Wednesday.", 0.843, None),
+        # one statement: its weekday changed
+        ("Lena moved the retro to Friday.", "The retro is back on Wednesday.", 0.891, None),
+    ),
     "only_value_changed": (
         ("User's favourite color is blue.", "User's favourite color is green.", 0.926, None),
         # the times differ too: two preferences, one for each part of the day
@@ -310,6 +315,8 @@ def test_refine_never_merges_two_attributes_of_one_subject(old: str, new: str, s
         ("User's daughter goes to Lincoln Elementary.", "User's son goes to Roosevelt Middle School.", 0.891),
         # to stop at a place is to visit it, not to stop doing something
         ("User volunteers at the animal shelter on Sundays.", "User stopped at the shelter on the way home to drop off blankets.", 0.849),
+        # the same kind of event with other people at another place: not one statement changed
+        ("Dinner with Priya at the Lebanese place is on Friday.", "Dinner with Omar at the Korean place is on Monday.", 0.885),
     ],
 )
 def test_lookalikes_keep_both(old: str, new: str, similarity: float) -> None:
@@ -424,3 +431,16 @@ def test_another_fact_joined_to_a_restated_one_keeps_both() -> None:
     # without the guard the calibrated model merges the two facts (it reads a restated opening
     # and more words as a detail)
     assert judge(old, new, similarity, disabled=frozenset({"added_beside"})).decision == "REFINE"
+
+
+@pytest.mark.parametrize(
+    ("text", "statements"),
+    [
+        ("The retro moved to Friday. Finally!", 1),
+        ("Dr. Okafor moved the retro to Friday.", 1),
+        ("The retro moved to Friday; lunch stays on Thursday.", 2),
+        ("复盘会改到周五了。午饭还是周四。", 2),
+    ],
+)
+def test_statements_are_sentences_that_say_something(text: str, statements: int) -> None:
+    assert read(text).statements == statements

@@ -100,11 +100,10 @@ class SluggishJudge(SlowJudge):
         )
 
 
-async def test_a_review_lets_its_namespace_go_while_it_runs(live_client, live_namespace, settings):
-    """A review of many memories commits at least every batch_lock_seconds: a write to the
-    namespace waits for one memory's judgement at most, not for the whole pass."""
+async def test_a_review_lets_its_namespace_go_while_it_runs(live_client, live_namespace):
+    """A review of many memories commits after each one it judges: a write to the namespace
+    waits for one memory's judgement at most, not for the whole pass."""
     state = live_client._transport.app.state
-    state.settings = settings.model_copy(update={"batch_lock_seconds": 0.3})
     idle, _ = await write(live_client, live_namespace, "The quarterly budget meeting is in room 4B.")
     # Stored in bulk (no revision at write time): the review judges every one of them.
     facts = [f"User lives in {city} now." for city in ("Berlin", "Munich", "Hamburg", "Cologne", "Dresden", "Leipzig")]
@@ -131,6 +130,20 @@ async def test_a_review_lets_its_namespace_go_while_it_runs(live_client, live_na
     response = await review
     assert response.status_code == 200, response.text
     assert judge.calls >= 5  # under one lock, the pass would have held the write back ~2 s
+
+
+async def test_a_review_with_nothing_left_to_judge_takes_no_lock(live_client, live_namespace):
+    """Memories whose writes judged their candidates leave a review nothing to do: it reads
+    them without the namespace lock, so a writer holding the lock does not hold it back."""
+    state = live_client._transport.app.state
+    for pet in ("cat", "dog", "parrot"):
+        await write(live_client, live_namespace, f"The {pet} naps on the windowsill after lunch.")
+    async with state.sessionmaker() as holder:
+        await repository.lock_namespace(holder, live_namespace)
+        response = await asyncio.wait_for(live_client.post("/v1/review", json={"namespace": live_namespace}), timeout=10)
+        await holder.rollback()
+    assert response.status_code == 200, response.text
+    assert response.json()["checked"] == 3 and response.json()["revisions"] == [], response.text
 
 
 MERGED = "User lives in Berlin, in Kreuzberg, near the canal."

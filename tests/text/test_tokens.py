@@ -1,6 +1,8 @@
 """The one tokenizer: what the lexical index, recall and the revision rules read."""
 
-from app.text import is_cjk, lexemes, stem
+import pytest
+
+from app.text import is_cjk, lexemes, sentences, stem
 
 
 def test_lowercases_and_drops_stopwords():
@@ -57,3 +59,18 @@ def test_lexemes_are_safe_tsquery_words():
 def test_a_text_is_cjk_from_two_characters():
     assert is_cjk("用户喜欢 Python")
     assert not is_cjk("User likes 茶")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Ines teaches chemistry. She coaches the chess club!", ["Ines teaches chemistry.", "She coaches the chess club!"]),
+        ("The clinic is on Elm St. Mondays are busy.", ["The clinic is on Elm St. Mondays are busy."]),
+        ("Booked via J. R. Tolkien Travel in the U.S. office.", ["Booked via J. R. Tolkien Travel in the U.S. office."]),
+        ("The fee rose to 3.5 euros; nobody complained", ["The fee rose to 3.5 euros;", "nobody complained"]),
+        ("用户住在成都。周末去爬山！", ["用户住在成都。", "周末去爬山！"]),
+        ("first line\nsecond line", ["first line", "second line"]),
+    ],
+)
+def test_sentences_end_at_end_marks_not_abbreviations(text: str, expected: list[str]) -> None:
+    assert sentences(text) == expected
