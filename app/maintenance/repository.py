@@ -6,12 +6,22 @@ from datetime import datetime
 from uuid import UUID
 
 import numpy as np
-from pgvector.sqlalchemy import Vector
-from sqlalchemy import ColumnElement, Row, and_, bindparam, exists, func, or_, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    and_,
+    bindparam,
+    exists,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from app.models import Memory, MemoryRelation, Reflection, RevisionLog
+from app.models import Embedding, Memory, MemoryRelation, Reflection, RevisionLog
 
 VECTOR_INDEX = "ix_memories_embedding"
 
@@ -247,7 +257,7 @@ async def set_staged(session: AsyncSession, table: VectorTable, rows: list[tuple
     statement = text(
         f"UPDATE {table.name} SET {STAGED} = :vector, {STAGED}_model = :model, {STAGED}_hash = :text_hash "
         f"WHERE id = :id AND {table.text_hash} = :text_hash"
-    ).bindparams(bindparam("vector", type_=Vector()))
+    ).bindparams(bindparam("vector", type_=Embedding()))
     await session.execute(
         statement, [{"id": row.id, "text_hash": row.text_hash, "vector": vector, "model": model} for row, vector in rows]
     )

@@ -8,7 +8,6 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     ColumnElement,
     DateTime,
@@ -42,6 +41,7 @@ from sqlalchemy.sql.util import find_tables
 from app.core.errors import NotFound, VersionConflict
 from app.memories.records import content_hash
 from app.models import (
+    Embedding,
     Memory,
     MemoryRelation,
     MemoryVersion,
@@ -190,7 +190,7 @@ def _unpacked(vector: Any) -> ColumnElement[Any]:
     (TOAST), and every use of the pointer fetches it again (about six buffers), which costs
     more than comparing it. A scan that compares each row's vector with several others, or
     one vector with every row, reads it once this way (the same values, copied)."""
-    return func.subvector(vector, 1, func.vector_dims(vector), type_=Vector())
+    return func.subvector(vector, 1, func.vector_dims(vector), type_=Embedding())
 
 
 async def nearest_active(
@@ -226,7 +226,7 @@ def _nearest(approximate: bool, bound: frozenset[str]) -> Select:
         exclude=bindparam("exclude", expanding=True) if "exclude" in bound else None,
         not_after=bindparam("not_after", type_=DateTime(timezone=True)) if "not_after" in bound else None,
     )
-    embedding, limit = bindparam("embedding", type_=Vector()), bindparam("limit", type_=Integer)
+    embedding, limit = bindparam("embedding", type_=Embedding()), bindparam("limit", type_=Integer)
     if approximate:
         distance = Memory.embedding.cosine_distance(embedding)
         return select(Memory.id, (1 - distance).label("similarity")).where(*conditions).order_by(distance).limit(limit)

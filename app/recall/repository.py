@@ -8,7 +8,6 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     ColumnElement,
     DateTime,
@@ -38,7 +37,14 @@ from sqlalchemy.sql.selectable import CTE, Subquery
 
 from app.core.database import fetch as _fetch
 from app.memories.repository import unexpired
-from app.models import Memory, MemoryChunk, MemoryRelation, MemoryVersion, NamespaceState
+from app.models import (
+    Embedding,
+    Memory,
+    MemoryChunk,
+    MemoryRelation,
+    MemoryVersion,
+    NamespaceState,
+)
 
 RouteRows = list[tuple[UUID, float]]
 # The lexical route scores like BM25 (Okapi): per query term, its inverse document frequency
@@ -189,7 +195,7 @@ def _nearest(candidates: Callable[..., Select], vector: Any, *, exact: ColumnEle
     namespace, and its probes found a small namespace's best match at rank 19-41 once the table
     held other namespaces. Larger ones go through the index, whose probes and iterative scan are
     set per connection. `exact` is a one-time filter: PostgreSQL runs only the scan it allows."""
-    distance = vector.cosine_distance(bindparam("embedding", type_=Vector()))
+    distance = vector.cosine_distance(bindparam("embedding", type_=Embedding()))
     similarity = (1 - distance).label("similarity")
     limit = bindparam("limit", type_=Integer)
     # `+ 0`: an order the index cannot serve, so the planner reads the scope and sorts it.
@@ -523,7 +529,7 @@ _RECALLED = [
 
 
 def _load_statement() -> Select:
-    query = bindparam("embedding", type_=Vector())
+    query = bindparam("embedding", type_=Embedding())
     cosine = func.coalesce(1 - Memory.embedding.cosine_distance(query), 0.0)
     best_chunk = (
         select(func.max(1 - MemoryChunk.embedding.cosine_distance(query)))
