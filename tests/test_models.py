@@ -20,4 +20,4 @@ def test_an_embedding_is_sent_as_text_that_gives_every_float32_back() -> None:
     vector = np.random.default_rng(7).standard_normal(384).astype(np.float32) * np.float32(1e-3)
     sent = Embedding().bind_processor(None)(vector)
     assert np.array_equal(np.array(json.loads(sent), dtype=np.float32), vector)
-    assert len(sent) < 16 * 384  # shortest exact form, not a double's seventeen digits
+    assert len(sent) < 16 * 384  # nine digits a number, not a double's seventeen
