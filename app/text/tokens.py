@@ -23,13 +23,13 @@ _TOKEN = re.compile(rf"[{CJK_CHARS}]+|[a-z0-9]+(?:'[a-z]+)?")
 _CJK_RUN = re.compile(rf"[{CJK_CHARS}]+")
 _CJK_CHAR = re.compile(rf"[{CJK_CHARS}]")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-_VOWEL = re.compile(r"[aeiouy]")
 # A sentence ends at an end mark before a space and a capital, a digit or a quote (English), at
 # a CJK end mark or a semicolon, or at a line break.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“‘'(])|(?<=[;；。！？!?])\s*|\n+")
-# What a period after it ends no sentence: a short capitalised word or an initial ("St.",
-# "Dr.", "Inc.", "J.", "U.S.").
+# A period after a short capitalised word or an initial ends no sentence ("St.", "Dr.", "Inc.",
+# "J.", "U.S.").
 _ABBREVIATION = re.compile(r"(?:^|[\s(])(?:[A-Z][a-z]{0,2}|[A-Za-z](?:\.[A-Za-z])+)\.$")
+_VOWEL = re.compile(r"[aeiouy]")
 _NO_UNDOUBLE = frozenset("lsz")
 
 _STOPWORDS = lexicon("stopwords")
@@ -41,6 +41,7 @@ ZH_EMPTY_CHARS = _STOPWORDS.words("zh_single")
 
 
 def cjk_characters(text: str) -> int:
+    """How many CJK characters a text holds."""
     return len(_CJK_CHAR.findall(text))
 
 
