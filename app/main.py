@@ -11,9 +11,9 @@ from fastapi_offline import FastAPIOffline
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import __version__
-from app.core.admission import Admission, AdmissionMiddleware
 from app.context.router import router as context_router
 from app.conversations.router import router as conversations_router
+from app.core.admission import READING_POSTS, Admission, AdmissionMiddleware
 from app.core.auth import AUTHENTICATED_PROBLEMS, get_access, warn_if_open
 from app.core.background import Background
 from app.core.body_limit import BodyLimitMiddleware
@@ -26,6 +26,7 @@ from app.core.database import (
     resolve_database_url,
 )
 from app.core.errors import install_error_handlers
+from app.core.foreground import ForegroundMiddleware
 from app.core.logging import RequestIdMiddleware, configure_logging
 from app.core.metrics import RequestMetricsMiddleware, count_search
 from app.core.replica import Reads
@@ -36,9 +37,9 @@ from app.core.unread_input import refuse_unread_input
 from app.embeddings.provider import EmbeddingProvider, build_provider
 from app.forgetting.router import router as forgetting_router
 from app.idempotency.middleware import IdempotencyMiddleware
-from app.maintenance import dimension
 from app.jobs.router import router as jobs_router
 from app.jobs.runner import JobRunner
+from app.maintenance import dimension
 from app.maintenance.router import router as maintenance_router
 from app.memories.router import router as memories_router
 from app.memories.write_rate import WriteRate
@@ -46,8 +47,8 @@ from app.ops.housekeeping import keep_tidy
 from app.ops.router import router as ops_router
 from app.recall.cache import SearchCache
 from app.recall.router import router as recall_router
-from app.reflections.schema_check import SchemaChecker
 from app.reflections.router import router as reflections_router
+from app.reflections.schema_check import SchemaChecker
 from app.revisions.judges import build_judge
 from app.revisions.router import router as revisions_router
 from app.transfer.router import router as transfer_router
@@ -168,6 +169,7 @@ def create_app(settings: Settings = default_settings) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(RequestMetricsMiddleware)
     app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(ForegroundMiddleware, paths=READING_POSTS)  # a search counts from its arrival
     # Every route needs a valid key when keys are configured; ops checks its own (health stays open).
     authenticated = [Depends(get_access)]
     app.include_router(recall_router, dependencies=[*authenticated, Depends(count_search)], responses=AUTHENTICATED_PROBLEMS)

@@ -30,8 +30,8 @@ from app.core.metrics import ADMISSION_REFUSED, ADMISSION_WAIT_SECONDS
 
 # Paths that never touch the database, or must answer even when it is saturated.
 _UNGATED = frozenset({"/healthz", "/metrics", "/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect"})
-# POSTs that only read.
-_READING_POSTS = frozenset({"/v1/memories/search", "/v1/reflections/search"})
+# POSTs that only read: searches.
+READING_POSTS = frozenset({"/v1/memories/search", "/v1/reflections/search"})
 
 
 class Busy(Exception):
@@ -126,7 +126,7 @@ def lane_of(scope: Scope) -> str | None:
     path = scope["path"]
     if path in _UNGATED:
         return None
-    return "read" if scope["method"] in ("GET", "HEAD") or path in _READING_POSTS else "write"
+    return "read" if scope["method"] in ("GET", "HEAD") or path in READING_POSTS else "write"
 
 
 def caller_of(scope: Scope) -> str:

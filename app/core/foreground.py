@@ -7,13 +7,16 @@ each step of a search would otherwise wait behind, and a passage chunk seconds o
 batch's next item, a review's next memory (`step_aside`, on the event loop) and a passage chunk
 (`wait_quiet`, on its thread) wait while such work runs here, each at most a bounded time
 (`settings.embedding_yield_seconds`), which a stream of searches cannot stretch into starving
-the import. Per process by nature: it is this process's loop and cores that are shared."""
+the import. A search request counts from its arrival (`ForegroundMiddleware`). Per process by
+nature: it is this process's loop and cores that are shared."""
 
 import asyncio
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 _waiting = 0
 _quiet = threading.Condition()  # passage threads wait on it
@@ -47,3 +50,21 @@ def wait_quiet(limit: float) -> None:
     """On a thread: the same, blocking it."""
     with _quiet:
         _quiet.wait_for(lambda: _waiting == 0, timeout=limit)
+
+
+class ForegroundMiddleware:
+    """A request to one of `paths` (searches) counts as work a user waits for from the moment it
+    arrives: reading its body, waiting for a database slot and routing come before the handler,
+    and a batch storing items on the same loop would otherwise run two or three of them
+    meanwhile."""
+
+    def __init__(self, app: ASGIApp, *, paths: frozenset[str]) -> None:
+        self.app = app
+        self.paths = paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        with user_waiting():
+            await self.app(scope, receive, send)

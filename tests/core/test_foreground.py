@@ -79,3 +79,39 @@ async def test_a_review_steps_aside_at_each_memory_while_a_search_is_answered(li
         beside = time.perf_counter() - began
     assert response.status_code == 200 and response.json()["checked"] == 3, response.text
     assert beside >= 3 * YIELD, beside
+
+
+async def test_a_search_counts_from_its_arrival_a_batch_never(live_client: AsyncClient, live_namespace) -> None:
+    """While a search's body is still coming in (before any handler runs) the process already
+    counts it, so a batch pauses its next item; a batch request itself never counts."""
+    app = live_client._transport.app
+
+    async def waiting_while_the_body_comes(path: str, body: bytes) -> bool:
+        arrived, sent = asyncio.Event(), []
+
+        async def receive() -> dict:
+            await arrived.wait()
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+            "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
+            "headers": [(b"content-type", b"application/json"), (b"host", b"test")],
+            "client": ("127.0.0.1", 1), "server": ("test", 80),
+        }
+        request = asyncio.create_task(app(scope, receive, send))
+        await asyncio.sleep(0.05)
+        counted = foreground.waiting()
+        arrived.set()
+        await request
+        assert sent[0]["status"] in (200, 201), sent
+        return counted
+
+    search = f'{{"namespace": "{live_namespace}", "query": "garden shed"}}'.encode()
+    batch = f'{{"items": [{{"namespace": "{live_namespace}", "content": "The shed roof leaks."}}]}}'.encode()
+    assert await waiting_while_the_body_comes("/v1/memories/search", search)
+    assert not await waiting_while_the_body_comes("/v1/memories:batch", batch)
+    assert not foreground.waiting()
