@@ -70,6 +70,8 @@ def test_a_text_is_cjk_from_two_characters():
         ("The fee rose to 3.5 euros; nobody complained", ["The fee rose to 3.5 euros;", "nobody complained"]),
         ("用户住在成都。周末去爬山！", ["用户住在成都。", "周末去爬山！"]),
         ("first line\nsecond line", ["first line", "second line"]),
+        ("ok. i work nights. Dr. Ruiz said approx. 20 minutes", ["ok.", "i work nights.", "Dr. Ruiz said approx. 20 minutes"]),
+        ("Is it raining?! Yes. It starts at 9 a.m. on the dot", ["Is it raining?!", "Yes.", "It starts at 9 a.m. on the dot"]),
     ],
 )
 def test_sentences_end_at_end_marks_not_abbreviations(text: str, expected: list[str]) -> None:
