@@ -26,9 +26,11 @@ _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 # A sentence ends at a period before a space (chat is often written in lower case), at any
 # other end mark or a semicolon, or at a line break.
 _SENTENCE_BREAK = re.compile(r"(?<=\.)\s+|(?<=[;；。！？!?])\s*|\n+")
-# A period after a known abbreviation or an initial ends no sentence ("Dr.", "St.", "J.", "U.S.").
+# A period after a known abbreviation or an initial ends no sentence ("Dr.", "St.", "J.", "U.S.",
+# "Ph.D."); what precedes a period is read from the last characters only.
+_ABBREVIATION_TAIL = 24
 _ABBREVIATION = re.compile(
-    r"(?:^|[\s(])(?:[A-Z]|[A-Za-z](?:\.[A-Za-z])+|(?i:"
+    r"(?:^|[\s(])(?:[A-Z]|[A-Za-z]{1,2}(?:\.[A-Za-z]{1,2})+|(?i:"
     + "|".join(sorted(lexicon("grammar").words("en", "abbreviation"), key=len, reverse=True))
     + r"))\.$"
 )
@@ -59,20 +61,23 @@ def words(text: str) -> list[str]:
 
 
 def _sentences(text: str) -> list[tuple[int, str]]:
-    """Each sentence with the offset of its first character."""
-    found: list[tuple[int, str]] = []
+    """Each sentence with the offset of its first character. Linear in the text: only the end
+    of the last piece is read for an abbreviation, and pieces are joined once."""
+    found: list[tuple[int, list[str]]] = []
     position = 0
     for brk in [*_SENTENCE_BREAK.finditer(text), None]:
         raw = text[position : brk.start() if brk else len(text)]
+        start, position = position + len(raw) - len(raw.lstrip()), brk.end() if brk else len(text)
         piece = raw.strip()
-        if piece and found and not any(char.isalnum() for char in piece):
-            found[-1] = (found[-1][0], found[-1][1] + piece)  # the rest of "?!" or "!!"
-        elif piece and found and _ABBREVIATION.search(found[-1][1]):
-            found[-1] = (found[-1][0], f"{found[-1][1]} {piece}")
-        elif piece:
-            found.append((position + len(raw) - len(raw.lstrip()), piece))
-        position = brk.end() if brk else len(text)
-    return found
+        if not piece:
+            continue
+        if found and not any(char.isalnum() for char in piece):
+            found[-1][1].append(piece)  # the rest of "?!" or "!!"
+        elif found and _ABBREVIATION.search(found[-1][1][-1][-_ABBREVIATION_TAIL:]):
+            found[-1][1].extend((" ", piece))
+        else:
+            found.append((start, [piece]))
+    return [(start, "".join(parts)) for start, parts in found]
 
 
 def sentences(text: str) -> list[str]:
