@@ -17,9 +17,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from app.text import cjk_characters, sentences
+
 _LEXICON = Path(__file__).parent / "lexicon"
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
 
 # ----------------------------------------------------------------------------- English slots
@@ -101,8 +102,6 @@ _ZH_SLOTS = {
 
 _SLOT = re.compile(r"\{(\w+)(?::(\w+))?(?::(\w+))?\}")
 _SPLIT_LIST = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*[、和及与]\s*")
-_EN_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
-_ZH_SENTENCES = re.compile(r"(?<=[。！？!?；;])|\n+")
 _EN_CLAUSE_STARTS = re.compile(
     r"(?:[,;:]\s*|\s+-\s+|\s+(?:and|but|so|because|since|though|although|while|whereas|plus|also|now|then)\s+)"
     r"(?=(?:i|my|the user|user)\b)",
@@ -323,9 +322,8 @@ def _facts_of(match: re.Match[str], frame: _Frame) -> list[Fact]:
 
 def _en_clauses(text: str) -> list[str]:
     clauses = []
-    for sentence in _EN_SENTENCES.split(text):
-        sentence = sentence.strip()
-        if not sentence or sentence.endswith("?"):
+    for sentence in sentences(text):
+        if sentence.endswith("?"):
             continue
         starts = [0] + [match.end() for match in _EN_CLAUSE_STARTS.finditer(sentence)]
         clauses += [sentence[start:] for start in starts]
@@ -334,9 +332,8 @@ def _en_clauses(text: str) -> list[str]:
 
 def _zh_clauses(text: str) -> list[str]:
     clauses = []
-    for sentence in _ZH_SENTENCES.split(text):
-        sentence = sentence.strip()
-        if not sentence or _ZH_QUESTION.search(sentence):
+    for sentence in sentences(text):
+        if _ZH_QUESTION.search(sentence):
             continue
         starts = [0] + [match.end() for match in _ZH_CLAUSE_STARTS.finditer(sentence)]
         clauses += [sentence[start:].lstrip() for start in starts]
@@ -352,7 +349,7 @@ def extract(text: str, *, from_user: bool, max_chars: int) -> list[Fact]:
     subject = "self" if from_user else "third"
     clauses = {
         "en": _en_clauses(text) if _LATIN.search(text) else [],
-        "zh": _zh_clauses(text) if _CJK.search(text) else [],
+        "zh": _zh_clauses(text) if cjk_characters(text) else [],
     }
     found: dict[str, Fact] = {}
     for clause_language, language_clauses in clauses.items():

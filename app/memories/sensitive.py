@@ -47,6 +47,7 @@ from stdnum import luhn
 from stdnum.cn import ric
 
 from app.core.errors import SensitiveContent
+from app.text import CJK_CHARS
 
 _LEXICON = json.loads((Path(__file__).with_name("sensitive_lexicon.json")).read_text(encoding="utf-8"))
 
@@ -153,11 +154,11 @@ def _starts_word(text: str, at: int) -> bool:
 
 _NOT_SECRET = frozenset(word.lower() for word in _LEXICON["not_secret_values"])
 _PLACEHOLDERS = frozenset(word.lower() for word in _LEXICON["placeholders"])
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK = re.compile(rf"[{CJK_CHARS}]")
 _QUOTES = "\"'`“”‘’«»„「」『』"
 # What a value may not contain: whitespace, quotes, clause punctuation of any script, and CJK
 # (a password written in CJK text is Latin letters and digits; the CJK around it is words).
-_VALUE = rf"[^\s{_QUOTES},;，。；、()（）\[\]{{}}<>\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{{1,128}}"
+_VALUE = rf"[^\s{_QUOTES},;，。；、()（）\[\]{{}}<>{CJK_CHARS}]{{1,128}}"
 _STRONG = _alternation(_LEXICON["strong_connectors"])
 _WORDY = _alternation(_LEXICON["word_connectors"])
 # "password for the guest wifi is ...": a preposition and up to three words between label and connector.

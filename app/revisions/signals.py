@@ -16,6 +16,7 @@ from app.text import (
     cjk_characters,
     is_cjk,
     lexicon,
+    sentence_starts,
     sentences,
     stem,
     words,
@@ -57,7 +58,9 @@ _ZH_PERSON_WORDS = sorted([*SELF_ZH, *(word for word in RELATIONS if not word.is
 _ZH_NOT_TOPIC = re.compile("|".join(re.escape(word) for word in [*_ZH_CUE_PHRASES, *_ZH_PERSON_WORDS, *_ZH_GENERIC]))
 _ZH_SPLIT = re.compile(rf"[{''.join(sorted(ZH_FUNCTION_CHARS))}\W\d|]+")
 _COPULAS = frozenset("is are was were am be been has have had will would can could does do did".split())
-_SENTENCE_START = re.compile(r"(?:^|[.!?;:]\s+|\n)")
+# A colon opens a list or a title, whose first word is written capitalised ("... list: The Left
+# Hand of Darkness"), as a sentence's is.
+_AFTER_COLON = re.compile(r":\s+")
 _TITLE = re.compile(r"[《「『“\"]([^》」』”\"]{1,30})[》」』”\"]")
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9+#.\-]*")
 
@@ -116,7 +119,7 @@ class Signals:
 
 # --------------------------------------------------------------------------- English
 def _sentence_starts(text: str) -> set[int]:
-    return {match.end() for match in _SENTENCE_START.finditer(text)}
+    return sentence_starts(text) | {match.end() for match in _AFTER_COLON.finditer(text)}
 
 
 def _en_terms(text: str) -> tuple[list[str], set[str], set[str], set[str], set[tuple[str, str]]]:

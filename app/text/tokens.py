@@ -23,12 +23,17 @@ _TOKEN = re.compile(rf"[{CJK_CHARS}]+|[a-z0-9]+(?:'[a-z]+)?")
 _CJK_RUN = re.compile(rf"[{CJK_CHARS}]+")
 _CJK_CHAR = re.compile(rf"[{CJK_CHARS}]")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-# A sentence ends at an end mark before a space and a capital, a digit or a quote (English), at
-# a CJK end mark or a semicolon, or at a line break.
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“‘'(])|(?<=[;；。！？!?])\s*|\n+")
-# A period after a short capitalised word or an initial ends no sentence ("St.", "Dr.", "Inc.",
-# "J.", "U.S.").
-_ABBREVIATION = re.compile(r"(?:^|[\s(])(?:[A-Z][a-z]{0,2}|[A-Za-z](?:\.[A-Za-z])+)\.$")
+# A sentence ends at a period before a space (chat is often written in lower case), at any
+# other end mark or a semicolon, or at a line break.
+_SENTENCE_BREAK = re.compile(r"(?<=\.)\s+|(?<=[;；。！？!?])\s*|\n+")
+# A period after a known abbreviation or an initial ends no sentence ("Dr.", "St.", "J.", "U.S.",
+# "Ph.D."); what precedes a period is read from the last characters only.
+_ABBREVIATION_TAIL = 24
+_ABBREVIATION = re.compile(
+    r"(?:^|[\s(])(?:[A-Z]|[A-Za-z]{1,2}(?:\.[A-Za-z]{1,2})+|(?i:"
+    + "|".join(sorted(lexicon("grammar").words("en", "abbreviation"), key=len, reverse=True))
+    + r"))\.$"
+)
 _VOWEL = re.compile(r"[aeiouy]")
 _NO_UNDOUBLE = frozenset("lsz")
 
@@ -55,18 +60,34 @@ def words(text: str) -> list[str]:
     return [word.strip("'’-") for word in _WORD.findall(text)]
 
 
-def sentences(text: str) -> list[str]:
-    """The sentences of a text, in order, stripped; empty ones left out."""
-    found: list[str] = []
-    for piece in _SENTENCE_BREAK.split(text):
-        piece = piece.strip()
+def _sentences(text: str) -> list[tuple[int, str]]:
+    """Each sentence with the offset of its first character. Linear in the text: only the end
+    of the last piece is read for an abbreviation, and pieces are joined once."""
+    found: list[tuple[int, list[str]]] = []
+    position = 0
+    for brk in [*_SENTENCE_BREAK.finditer(text), None]:
+        raw = text[position : brk.start() if brk else len(text)]
+        start, position = position + len(raw) - len(raw.lstrip()), brk.end() if brk else len(text)
+        piece = raw.strip()
         if not piece:
             continue
-        if found and _ABBREVIATION.search(found[-1]):
-            found[-1] = f"{found[-1]} {piece}"
+        if found and not any(char.isalnum() for char in piece):
+            found[-1][1].append(piece)  # the rest of "?!" or "!!"
+        elif found and _ABBREVIATION.search(found[-1][1][-1][-_ABBREVIATION_TAIL:]):
+            found[-1][1].extend((" ", piece))
         else:
-            found.append(piece)
-    return found
+            found.append((start, [piece]))
+    return [(start, "".join(parts)) for start, parts in found]
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text, in order, stripped; empty ones left out."""
+    return [sentence for _, sentence in _sentences(text)]
+
+
+def sentence_starts(text: str) -> set[int]:
+    """Where the sentences of a text begin (the offset of each one's first character)."""
+    return {start for start, _ in _sentences(text)}
 
 
 def lexemes(text: str) -> list[str]:

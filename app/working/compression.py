@@ -21,10 +21,9 @@ from pydantic import BaseModel, Field
 from app.core.settings import Settings
 from app.llm import tokens
 from app.llm.client import ask_json
+from app.text import cjk_characters, sentences
 
 _CUES = Path(__file__).parent / "lexicon" / "summary_cues.json"
-_SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 SPEAKERS = {"user": "user", "agent": "assistant", "tool": "tool"}
 
 SYSTEM_PROMPT = """You are a memory compressor. Compress the conversation history below into a summary of at most {words} words.
@@ -106,7 +105,7 @@ def _weight(sentence: str) -> float | None:
     for weight, english, chinese in cues.kinds:
         if english.search(sentence) or chinese.search(sentence):
             return weight
-    if not _CJK.search(sentence) and len(sentence.split()) < 3:
+    if not cjk_characters(sentence) and len(sentence.split()) < 3:
         return None
     return cues.other_weight
 
@@ -142,8 +141,8 @@ def _sentences(items: list[Said]) -> list[_Sentence]:
     for index, item in enumerate(items):
         if _filler(item.content):
             continue
-        for position, text in enumerate(part.strip() for part in _SENTENCE.split(item.content)):
-            weight = _weight(text) if text and not _filler(text) else None
+        for position, text in enumerate(sentences(item.content)):
+            weight = None if _filler(text) else _weight(text)
             if weight is not None:
                 # The user's own words weigh most (the seed keeps what the user stated); among equals,
                 # later before earlier, since corrections come later.
@@ -155,7 +154,7 @@ def _render(items: list[Said], chosen: list[_Sentence]) -> str:
     lines: list[str] = []
     last_item = None
     for sentence in sorted(chosen, key=lambda s: (s.item, s.position)):
-        joiner = "" if _CJK.search(sentence.text[:1]) else " "
+        joiner = "" if cjk_characters(sentence.text[:1]) else " "
         if sentence.item == last_item:
             lines[-1] += joiner + sentence.text
         else:
@@ -168,10 +167,10 @@ def extractive(items: list[Said], *, source_tokens: int, settings: Settings) -> 
     """The best-scored sentences that fit the ratio's upper bound, in the order they were said."""
     tokenizer = settings.context_tokenizer
     _, most = bounds(source_tokens, settings)
-    sentences = sorted(_sentences(items), key=lambda s: s.score, reverse=True)
+    ranked = sorted(_sentences(items), key=lambda s: s.score, reverse=True)
     used = 0
     chosen: list[_Sentence] = []
-    for sentence in sentences:
+    for sentence in ranked:
         # A sentence joins the line of an item already quoted; otherwise it opens one.
         opens = all(other.item != sentence.item for other in chosen)
         line = f"- {SPEAKERS[items[sentence.item].kind]}: {sentence.text}\n" if opens else f" {sentence.text}"
@@ -179,8 +178,8 @@ def extractive(items: list[Said], *, source_tokens: int, settings: Settings) -> 
         if used + cost <= most:
             chosen.append(sentence)
             used += cost
-    if not chosen and sentences:  # not even the best sentence fits whole: keep its beginning
-        best = sentences[0]
+    if not chosen and ranked:  # not even the best sentence fits whole: keep its beginning
+        best = ranked[0]
         prefix = f"- {SPEAKERS[items[best.item].kind]}: "
         room = max(most - tokens.count(prefix + "…", tokenizer=tokenizer), 1)
         chosen = [

@@ -440,7 +440,12 @@ def test_another_fact_joined_to_a_restated_one_keeps_both() -> None:
         ("Dr. Okafor moved the retro to Friday.", 1),
         ("The retro moved to Friday; lunch stays on Thursday.", 2),
         ("复盘会改到周五了。午饭还是周四。", 2),
+        ("Thanks, Sam. The retro moved to Friday.", 2),  # a short name ends a sentence; "Dr." does not
     ],
 )
 def test_statements_are_sentences_that_say_something(text: str, statements: int) -> None:
     assert read(text).statements == statements
+
+
+def test_a_name_after_a_title_is_read_as_a_name_not_a_sentence_opening() -> None:
+    assert "okafor" in read("Dr. Okafor at Smile Studio is the user's dentist.").names

@@ -7,7 +7,7 @@ import litellm
 import pytest
 
 from app.llm import tokens
-from app.working.compression import Said, summarise
+from app.working.compression import Said, extractive, summarise
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 CHAT = [
@@ -78,6 +78,12 @@ async def test_the_extractive_summary_keeps_constraints_corrections_decisions_an
     # In the order it was said, each line naming its speaker.
     assert kept.index("4000 euros") < kept.index("fourteen people") < kept.index("vineyard")
     assert all(line.startswith(("- user: ", "- assistant: ", "- tool: ")) for line in body)
+
+
+def test_a_kept_sentence_is_whole_across_decimals_and_abbreviations(settings):
+    said = "My GPA was 3.4 and I must send the transcript to Dr. Okafor by Friday, e.g. before noon. Nice weather."
+    summary = extractive([Said(kind="user", content=said, at=START, importance=1.0)], source_tokens=500, settings=settings)
+    assert summary == "- user: My GPA was 3.4 and I must send the transcript to Dr. Okafor by Friday, e.g. before noon."
 
 
 class Scripted:
