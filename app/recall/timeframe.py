@@ -17,6 +17,7 @@ from dateparser.date import DateDataParser
 from dateparser.languages.loader import default_loader
 from dateparser.search import search_dates
 
+from app.text import cjk_characters
 from app.text.calendar_words import MONTHS, WEEKDAYS
 
 # The languages searched for expressions: detection over every language dateparser knows
@@ -25,7 +26,6 @@ LANGUAGES = ("en", "zh")
 # A query longer than this is not searched for time expressions (pasted text, not a question).
 MAX_QUERY_CHARS = 500
 
-_CJK = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"^[a-z]+$")
 logging.getLogger("dateparser").setLevel(logging.WARNING)
 
@@ -109,7 +109,7 @@ def may_hold_a_date(query: str) -> bool:
     MAX_QUERY_CHARS with CJK text, a date-sized number (a day, a year, 5/27, 2023-05-27) or a
     date word."""
     return len(query) <= MAX_QUERY_CHARS and (
-        bool(_CJK.search(query))
+        bool(cjk_characters(query))
         or bool(_DATE_NUMBER.search(query))
         or not _date_words().isdisjoint(_TOKEN.findall(query.lower()))
     )
@@ -133,7 +133,7 @@ def window(query: str, *, reference: datetime) -> Window | None:
         single_word = bool(_WORD.match(text.strip()))
         if single_word and data.period != "day":
             continue
-        if not (single_word or " " in text.strip() or any(c.isdigit() for c in text) or _CJK.search(text) or text[:1].isupper()):
+        if not (single_word or " " in text.strip() or any(c.isdigit() for c in text) or cjk_characters(text) or text[:1].isupper()):
             continue
         span = _span(data.date_obj, data.period)
         if span is not None:

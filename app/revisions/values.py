@@ -153,11 +153,19 @@ def _version(match: re.Match) -> Value | None:
     return (f"version:{name.lower()}", match.group(2))
 
 
+def _code(match: re.Match) -> Value | None:
+    """A run of letters and digits with both ("X-T5", "ubuntu-22.04")."""
+    code = match.group(0)
+    if not (re.search(r"\d", code) and re.search(r"[A-Za-z]", code)):
+        return None
+    return ("code", code.lower())
+
+
 def _extract_en(ex: _Extractor) -> None:
     ex.take(r"\+?\d[\d \-]{6,}\d", lambda m: ("longnum", re.sub(r"\D", "", m.group(0))))
     ex.take(r"[$€£¥]\s?(\d[\d,]*(?:\.\d+)?)",
             lambda m: ("money", m.group(1).replace(",", "")))
-    ex.take(r"\b(\d[\d,]*(?:\.\d+)?)\s?(?:dollars|usd|euros?|eur|yuan|rmb)\b",
+    ex.take(r"(?<!\w)(?<!\d,)(\d[\d,]*(?:\.\d+)?)\s?(?:dollars|usd|euros?|eur|yuan|rmb)\b",
             lambda m: ("money", m.group(1).replace(",", "")), re.IGNORECASE)
     ex.take(r"(\d+(?:\.\d+)?)\s?%", lambda m: ("percent", m.group(1)))
     ex.take(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?", _en_time, re.IGNORECASE)
@@ -179,9 +187,11 @@ def _extract_en(ex: _Extractor) -> None:
             lambda m: ("weekday", _WEEKDAYS[m.group(1)[:3].lower()]), re.IGNORECASE)
     ex.take(r"\b(weekday|weekend)s?\b", lambda m: ("weekday", m.group(1).lower()),
             re.IGNORECASE)
-    ex.take(r"\b([A-Za-z][\w\-]*[A-Za-z])\s+v?(\d+(?:\.\d+)*)\b(?!\s*[:%])", _version)
-    ex.take(r"\b(?=[A-Za-z0-9\-./]*\d)(?=[A-Za-z0-9\-./]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9\-./]*[A-Za-z0-9]\b",
-            lambda m: ("code", m.group(0).lower()))
+    # Both read a name or a code from the start of its run of characters only: tried from each
+    # word boundary inside a long hyphenated run ("sk-sk-sk-..."), a failing search cost the
+    # square of the run's length.
+    ex.take(r"(?<![\w\-])([A-Za-z][\w\-]*[A-Za-z])\s+v?(\d+(?:\.\d+)*)\b(?!\s*[:%])", _version)
+    ex.take(r"\b[A-Za-z0-9][A-Za-z0-9\-./]*[A-Za-z0-9]\b", _code)
     # How often, in words: "twice a week" is "2 times a week" ("once the build passes" is not).
     ex.take(r"\b(once|twice|thrice)\b(?=\s+(?:a|an|per|every|each)\b)",
             lambda m: ("qty:time", str(("once", "twice", "thrice").index(m.group(1).lower()) + 1)), re.IGNORECASE)
