@@ -81,9 +81,9 @@ async def test_the_extractive_summary_keeps_constraints_corrections_decisions_an
 
 
 def test_a_kept_sentence_is_whole_across_decimals_and_abbreviations(settings):
-    said = "My GPA was 3.4 and I must send the transcript to Dr. Okafor by Friday, e.g. before noon. Nice weather."
+    said = "My GPA was 3.4 and I must send the transcript to Dr. Alvarez by Friday, e.g. before noon. Nice weather."
     summary = extractive([Said(kind="user", content=said, at=START, importance=1.0)], source_tokens=500, settings=settings)
-    assert summary == "- user: My GPA was 3.4 and I must send the transcript to Dr. Okafor by Friday, e.g. before noon."
+    assert summary == "- user: My GPA was 3.4 and I must send the transcript to Dr. Alvarez by Friday, e.g. before noon."
 
 
 class Scripted:
