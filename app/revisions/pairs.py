@@ -230,13 +230,6 @@ class Pair:
         return self.new.present or self._news(self.new.replacement)
 
     @cached_property
-    def reworded(self) -> bool:
-        """Besides their values, one text has a term the other lacks."""
-        return any(not in_terms(term, self.old.terms) for term in self.new.terms) or any(
-            not in_terms(term, self.new.terms) for term in self.old.terms
-        )
-
-    @cached_property
     def clashes(self) -> frozenset[str]:
         """Precise value kinds both texts hold, with no value in common."""
         new_kinds, old_kinds = _by_kind(self.new.values), _by_kind(self.old.values)
