@@ -207,6 +207,28 @@ class Pair:
         total = len(self.new.terms) + len(self.old.terms)
         return 2 * len(self.shared) / total if total else 0.0
 
+    def _news(self, phrase: str | None) -> str | None:
+        """`phrase` unless the old text says it too: a change word both texts say ("... moving the
+        billing service to the new queue" in each) is what both are about, not a change between
+        them."""
+        if not phrase:
+            return None
+        said = re.escape(phrase.casefold())
+        pattern = said if self.old.cjk else rf"(?<![\w'’]){said}(?![\w'’])"
+        return None if re.search(pattern, self.old.text.casefold()) else phrase
+
+    @cached_property
+    def cue(self) -> str | None:
+        """The new text's word that something changed or was corrected, if the old one lacks it."""
+        return self._news(self.new.cue)
+
+    @cached_property
+    def weak_cue(self) -> str | None:
+        """The new text's word setting it against an older one: a word of the present ("now"),
+        which is news at each writing (a chain of "now ..." statements), or a word of
+        replacement ("the new one") the old text lacks."""
+        return self.new.present or self._news(self.new.replacement)
+
     @cached_property
     def clashes(self) -> frozenset[str]:
         """Precise value kinds both texts hold, with no value in common."""

@@ -190,26 +190,29 @@ def _value_update(pair: Pair) -> str | None:
         return None
     kinds = ", ".join(sorted(pair.clashes))
     common = pair.single_attribute
-    cue = pair.new.cue or pair.new.weak_cue
+    cue = pair.cue or pair.weak_cue
     if cue and pair.same_subject and common:
         return f"'{cue}', the same person's {', '.join(sorted(common))} with a different {kinds}"
     if not pair.shared:
         return None
     # Other names beside the other value: another event of the kind, not this one changed.
-    if pair.overlap >= 0.5 and not pair.names_clash:
+    # Without a change word only the value may differ, and it must say what the statement is,
+    # not when it happened: another day or part of the day is another occurrence ("In the
+    # Friday stand-up Lena asked ..." / "In the Wednesday stand-up Lena asked ...").
+    if pair.overlap >= 0.5 and not pair.names_clash and (cue or pair.clashes - _WHEN_KINDS):
         return f"the same statement with a different {kinds}"
-    if pair.new.cue and (pair.overlap >= 0.25 or pair.same_subject or pair.ended):
-        return f"'{pair.new.cue}' and a different {kinds}"
+    if pair.cue and (pair.overlap >= 0.25 or pair.same_subject or pair.ended):
+        return f"'{pair.cue}' and a different {kinds}"
     opening = {term for term in pair.shared if term in pair.new.head and in_terms(term, pair.old.head)}
-    if pair.new.weak_cue and opening:
-        return f"'{pair.new.weak_cue}', {', '.join(sorted(opening))} with a different {kinds}"
+    if pair.weak_cue and opening:
+        return f"'{pair.weak_cue}', {', '.join(sorted(opening))} with a different {kinds}"
     return None
 
 
 def _number_changed(pair: Pair) -> str | None:
     """A change word, and one named thing set to another number ("The pool is capped at
     max_connections 50" / "The DBA raised max_connections to 200")."""
-    cue = pair.new.cue or pair.new.present
+    cue = pair.cue or pair.new.present
     if not cue or pair.different_subjects or not pair.renumbered:
         return None
     return f"'{cue}': {pair.renumbered}"
@@ -219,8 +222,8 @@ def _negated(pair: Pair) -> str | None:
     """The same statement, negated ("User likes sushi" / "User doesn't like sushi anymore")."""
     if pair.polarity_flip and pair.shared and pair.overlap >= 0.6 and not pair.different_subjects:
         return "the same statement, negated"
-    if pair.polarity_flip and pair.new.negative and pair.new.cue and pair.shared and pair.overlap >= 0.3:
-        return f"'{pair.new.cue}': the old statement no longer holds"
+    if pair.polarity_flip and pair.new.negative and pair.cue and pair.shared and pair.overlap >= 0.3:
+        return f"'{pair.cue}': the old statement no longer holds"
     return None
 
 
@@ -233,17 +236,17 @@ def _antonym(pair: Pair) -> str | None:
 def _explicit_change(pair: Pair) -> str | None:
     """A change word on the same topic and something of the old replaced: another name,
     another qualifier, or the old thing named as ended ("left Kestrel Health")."""
-    new = pair.new
+    cue = pair.cue
     if not pair.shared or pair.different_subjects:
         return None
-    if pair.names_clash and (new.cue or (new.weak_cue and pair.overlap >= 0.5)):
-        return f"'{new.cue or new.weak_cue}' about the same topic with another name"
-    if not new.cue:
+    if pair.names_clash and (cue or (pair.weak_cue and pair.overlap >= 0.5)):
+        return f"'{cue or pair.weak_cue}' about the same topic with another name"
+    if not cue:
         return None
     if pair.swapped:
-        return f"'{new.cue}' about the same topic, {pair.swapped}"
+        return f"'{cue}' about the same topic, {pair.swapped}"
     if pair.ended:
-        return f"'{new.ending}' {', '.join(sorted(pair.ended))}"
+        return f"'{pair.new.ending}' {', '.join(sorted(pair.ended))}"
     return None
 
 
@@ -268,10 +271,9 @@ def _began_since(pair: Pair) -> str | None:
     run since February, after a knee surgery", written in April). An attribute of which a
     person has several is not enough: "hasn't had coffee since February" leaves "drinks green
     tea" standing."""
-    new = pair.new
     if not pair.began_after_old or not pair.same_subject:
         return None
-    against = "a negation" if pair.polarity_flip else new.cue
+    against = "a negation" if pair.polarity_flip else pair.cue
     topic = pair.shared or pair.single_attribute
     if not topic or not against:
         return None
@@ -281,8 +283,8 @@ def _began_since(pair: Pair) -> str | None:
 def _temporary_ended(pair: Pair) -> str | None:
     """The old state was temporary by its own words and the new one says it changed
     ("house-sitting for a friend in Vermont until Sunday" / "drove back home to Denver")."""
-    if pair.old.temporary and pair.new.cue and pair.same_subject and pair.names_clash and not pair.new.temporary:
-        return f"a temporary state ('{pair.old.temporary}') ended ('{pair.new.cue}')"
+    if pair.old.temporary and pair.cue and pair.same_subject and pair.names_clash and not pair.new.temporary:
+        return f"a temporary state ('{pair.old.temporary}') ended ('{pair.cue}')"
     return None
 
 
@@ -290,21 +292,20 @@ def _replaced_name(pair: Pair) -> str | None:
     """Nothing shared, but a change word, one attribute of one life and another name for it
     ("shares a Spotify family plan" / "music is now on YouTube Music; the previous
     subscription was cancelled")."""
-    new = pair.new
-    if not new.cue or pair.different_subjects or not pair.names_clash or pair.closeness < _ANOTHER_NAME_CLOSENESS:
+    if not pair.cue or pair.different_subjects or not pair.names_clash or pair.closeness < _ANOTHER_NAME_CLOSENESS:
         return None
     common = pair.single_attribute
     if not common:
         return None
-    return f"'{new.cue}', another name for the same {', '.join(sorted(common))}"
+    return f"'{pair.cue}', another name for the same {', '.join(sorted(common))}"
 
 
 def _changed_attribute(pair: Pair) -> str | None:
     """The same person, the same one-at-a-time attribute of a life (home, job, diet ...), and
     a word saying it changed ("用户把车卖了，现在每天挤地铁" / "每天开车上下班")."""
     common = pair.single_attribute
-    if pair.new.cue and pair.same_subject and common:
-        return f"'{pair.new.cue}' on the same person's {', '.join(sorted(common))}"
+    if pair.cue and pair.same_subject and common:
+        return f"'{pair.cue}' on the same person's {', '.join(sorted(common))}"
     return None
 
 
@@ -334,7 +335,7 @@ def _likely_update(pair: Pair) -> str | None:
     a life or with another name for it: a likely update that shares no evidence strong enough.
     Held for review; ranking prefers the newer meanwhile."""
     new = pair.new
-    cue = new.cue or new.weak_cue or ("a negation" if pair.polarity_flip and new.negative else None)
+    cue = pair.cue or pair.weak_cue or ("a negation" if pair.polarity_flip and new.negative else None)
     if not cue or not pair.same_subject:
         return None
     common = new.families & pair.old.families

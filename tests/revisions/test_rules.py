@@ -449,3 +449,33 @@ def test_statements_are_sentences_that_say_something(text: str, statements: int)
 
 def test_a_name_after_a_title_is_read_as_a_name_not_a_sentence_opening() -> None:
     assert "alvarez" in read("Dr. Alvarez at Brightside Clinic sees the user on Tuesdays.").names
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "similarity"),
+    [
+        # another day is another occurrence when nothing says the statement changed
+        ("In the Tuesday retro Priya raised the flaky checkout tests.", "In the Thursday retro Priya raised the flaky checkout tests.", 0.983),
+        # a change word both texts say is what each is about, not a change between them
+        ("Priya switched the billing service to Postgres.", "Priya switched the search service to Elasticsearch.", 0.924),
+        ("At the Monday planning Omar was moving the billing service to the new cluster.",
+         "At the Friday planning Omar was moving the search index to the new cluster.", 0.938),
+    ],
+)
+def test_another_occurrence_or_a_change_word_both_say_supersedes_nothing(old: str, new: str, similarity: float) -> None:
+    judgement = judge(old, new, similarity)
+    assert not (judgement.decision == "CONFLICT" and judgement.confidence >= THRESHOLD), judgement.reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "similarity"),
+    [
+        ("User now drives a Honda Civic to work.", "User now drives a Tesla Model 3 to work.", 0.907),
+        ("User now goes to bed at midnight.", "User now goes to bed at 10:30 p.m.", 0.952),
+        ("The weekly sync is on Mondays.", "The weekly sync moved to Wednesdays.", 0.933),
+    ],
+)
+def test_a_word_of_the_present_is_news_at_each_writing(old: str, new: str, similarity: float) -> None:
+    # a chain of "now ..." statements updates, though the old one said "now" too
+    judgement = judge(old, new, similarity)
+    assert judgement.decision == "CONFLICT" and judgement.confidence >= THRESHOLD, judgement.reason

@@ -1,5 +1,6 @@
 """The one tokenizer: what the lexical index, recall and the revision rules read."""
 
+import gc
 import time
 
 import pytest
@@ -80,11 +81,17 @@ def test_sentences_end_at_end_marks_not_abbreviations(text: str, expected: list[
     assert sentences(text) == expected
 
 
-@pytest.mark.parametrize("text", ["Dr. " * 25_000, "U.S. " * 20_000, "Why?! " * 20_000])
-def test_sentences_are_read_in_linear_time(text: str) -> None:
+@pytest.mark.parametrize("unit", ["Dr. ", "U.S. ", "Why?! "])
+def test_sentences_are_read_in_linear_time(unit: str) -> None:
     # Each abbreviation joined to the sentence before it once read that whole sentence again and
-    # copied it: 100 s for 25,000 "Dr.".
-    started = time.process_time()
-    found = sentences(text)
-    assert time.process_time() - started < 0.5
+    # copied it: 0.2-0.3 s for 8,000 characters (the largest memory) of "Dr. " or "U.S. ".
+    text = (unit * 8_000)[:8_000]
+    gc.disable()  # the algorithm is measured, not the collector's passes over the test run's heap
+    try:
+        started = time.process_time()
+        found = sentences(text)
+        elapsed = time.process_time() - started
+    finally:
+        gc.enable()
+    assert elapsed < 0.1
     assert "".join(found).replace(" ", "") == text.replace(" ", "")
