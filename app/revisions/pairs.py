@@ -224,10 +224,13 @@ class Pair:
 
     @cached_property
     def weak_cue(self) -> str | None:
-        """The new text's word setting it against an older one: a word of the present ("now"),
-        which is news at each writing (a chain of "now ..." statements), or a word of
-        replacement ("the new one") the old text lacks."""
-        return self.new.present or self._news(self.new.replacement)
+        """The new text's word setting it against an older one, if the old text lacks it: a word
+        of the present ("now") or of replacement ("the new one"). A word of the present both
+        say is still news for an attribute a person has one of at a time (a chain of "User now
+        drives ..."), not for things of which there are several ("Felix counted 5 failed
+        deploys of Cobalt this week" / "... of Ember this week")."""
+        present = self._news(self.new.present) or (self.new.present if self.single_attribute else None)
+        return present or self._news(self.new.replacement)
 
     @cached_property
     def clashes(self) -> frozenset[str]:

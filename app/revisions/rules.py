@@ -204,7 +204,7 @@ def _value_update(pair: Pair) -> str | None:
     if pair.cue and (pair.overlap >= 0.25 or pair.same_subject or pair.ended):
         return f"'{pair.cue}' and a different {kinds}"
     opening = {term for term in pair.shared if term in pair.new.head and in_terms(term, pair.old.head)}
-    if pair.weak_cue and opening:
+    if pair.weak_cue and opening and not pair.names_clash:
         return f"'{pair.weak_cue}', {', '.join(sorted(opening))} with a different {kinds}"
     return None
 

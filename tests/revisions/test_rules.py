@@ -460,6 +460,12 @@ def test_a_name_after_a_title_is_read_as_a_name_not_a_sentence_opening() -> None
         ("Priya switched the billing service to Postgres.", "Priya switched the search service to Elasticsearch.", 0.924),
         ("At the Monday planning Omar was moving the billing service to the new cluster.",
          "At the Friday planning Omar was moving the search index to the new cluster.", 0.938),
+        # a word of the present both say, about things of which there are several
+        ("Lena logged 7 failed builds of Atlas this week, all in the login flow.",
+         "Lena logged 3 failed builds of Beacon this week, all in the login flow.", 0.955),
+        ("Omar reviewed 6 pull requests for Atlas this week.", "Omar reviewed 9 pull requests for Beacon this week.", 0.93),
+        ("Sofia fixed 4 flaky tests in Atlas this week, all in the login flow.",
+         "Sofia fixed 4 flaky tests in Beacon this week, all in the export job.", 0.954),
     ],
 )
 def test_another_occurrence_or_a_change_word_both_say_supersedes_nothing(old: str, new: str, similarity: float) -> None:
